@@ -1,0 +1,223 @@
+//! Single-threaded unit tests of the mailbox protocol (these also run under
+//! Miri). The multi-threaded properties are in `tests/` and `loom-tests/`.
+
+use super::*;
+use std::sync::atomic::{AtomicUsize as StdAtomicUsize, Ordering as StdOrdering};
+use std::sync::Arc;
+
+type Mb = Mailbox<&'static str, u32>;
+
+#[test]
+fn first_sender_wins_the_run_then_the_rest_do_not() {
+    let mb = Mb::new();
+    assert_eq!(mb.enqueue_user(1), Ok(Enqueued::MustSchedule));
+    assert_eq!(mb.enqueue_user(2), Ok(Enqueued::AlreadyScheduled));
+    assert_eq!(mb.enqueue_system("x"), Ok(Enqueued::AlreadyScheduled));
+    assert!(mb.snapshot().is_scheduled());
+}
+
+#[test]
+fn system_lane_is_served_before_user_lane() {
+    let mb = Mb::new();
+    let _ = mb.enqueue_user(1);
+    let _ = mb.enqueue_user(2);
+    let _ = mb.enqueue_system("a");
+    // SAFETY: the first enqueue won the run.
+    unsafe {
+        assert_eq!(mb.dequeue(), Dequeued::System("a"));
+        assert_eq!(mb.dequeue(), Dequeued::User(1));
+        // A system message that arrives between user messages jumps ahead.
+        let _ = mb.enqueue_system("b");
+        assert_eq!(mb.dequeue(), Dequeued::System("b"));
+        assert_eq!(mb.dequeue(), Dequeued::User(2));
+        assert_eq!(mb.dequeue(), Dequeued::Empty);
+        assert_eq!(mb.release(), Release::Idle);
+    }
+    assert!(!mb.snapshot().is_scheduled());
+}
+
+#[test]
+fn suspended_mailbox_serves_system_lane_only_and_nests() {
+    let mb = Mb::new();
+    let _ = mb.enqueue_user(1);
+    // SAFETY: we hold the run from the enqueue above.
+    unsafe {
+        mb.suspend();
+        mb.suspend();
+        assert!(mb.snapshot().is_suspended());
+        let _ = mb.enqueue_system("s");
+        assert_eq!(mb.dequeue(), Dequeued::System("s"));
+        assert_eq!(mb.dequeue(), Dequeued::Empty, "user lane paused");
+        // Pending user messages do not keep a suspended owner scheduled.
+        assert_eq!(mb.release(), Release::Idle);
+    }
+    // A new user message still wins the run (the owner may have system work
+    // to do); the run finds only the paused lane.
+    assert_eq!(mb.enqueue_user(2), Ok(Enqueued::MustSchedule));
+    // SAFETY: we hold the run again.
+    unsafe {
+        assert_eq!(mb.dequeue(), Dequeued::Empty);
+        assert!(!mb.resume(), "one suspension is still in force");
+        assert_eq!(mb.dequeue(), Dequeued::Empty);
+        assert!(mb.resume());
+        assert!(mb.resume(), "an unmatched resume is harmless");
+        assert_eq!(mb.snapshot().suspend_count(), 0);
+        assert_eq!(mb.dequeue(), Dequeued::User(1));
+        assert_eq!(mb.dequeue(), Dequeued::User(2));
+        assert_eq!(mb.release(), Release::Idle);
+    }
+}
+
+#[test]
+fn release_reports_messages_that_arrived_during_the_run() {
+    let mb = Mb::new();
+    let _ = mb.enqueue_user(1);
+    // SAFETY: we hold the run.
+    unsafe {
+        assert_eq!(mb.dequeue(), Dequeued::User(1));
+        // Arrives while we hold the run: the sender relies on us.
+        assert_eq!(mb.enqueue_user(2), Ok(Enqueued::AlreadyScheduled));
+        assert_eq!(mb.release(), Release::Reschedule);
+        assert!(mb.snapshot().is_scheduled());
+        assert_eq!(mb.dequeue(), Dequeued::User(2));
+        // A release with work left (e.g. a spent budget) reschedules too.
+        let _ = mb.enqueue_system("late");
+        assert_eq!(mb.release(), Release::Reschedule);
+        assert_eq!(mb.dequeue(), Dequeued::System("late"));
+        assert_eq!(mb.release(), Release::Idle);
+    }
+}
+
+#[test]
+fn closed_mailbox_refuses_and_hands_out_what_was_queued() {
+    let mb = Mb::new();
+    let _ = mb.enqueue_user(1);
+    let _ = mb.enqueue_system("sys");
+    // SAFETY: we hold the run.
+    unsafe {
+        mb.suspend();
+        mb.close();
+        assert!(mb.is_closed());
+        assert_eq!(mb.enqueue_user(2), Err(TrySendError::Closed(2)));
+        assert_eq!(mb.enqueue_system("no"), Err(SendError("no")));
+        // Both lanes drain, whatever the suspension.
+        assert_eq!(mb.dequeue(), Dequeued::System("sys"));
+        assert_eq!(mb.dequeue(), Dequeued::User(1));
+        assert_eq!(mb.dequeue(), Dequeued::Empty);
+        assert_eq!(mb.release(), Release::Idle);
+    }
+    assert_eq!(
+        mb.enqueue_user(3).map_err(TrySendError::into_inner),
+        Err(3)
+    );
+}
+
+#[test]
+fn bounded_user_lane_hands_back_the_message_when_full() {
+    assert_eq!(Mb::bounded(0).err(), Some(ZeroCapacityError));
+    let mb = Mb::bounded(2).expect("non-zero capacity");
+    assert_eq!(mb.capacity(), Some(2));
+    assert_eq!(mb.enqueue_user(1), Ok(Enqueued::MustSchedule));
+    assert_eq!(mb.enqueue_user(2), Ok(Enqueued::AlreadyScheduled));
+    let err = mb.enqueue_user(3).expect_err("full");
+    assert!(err.is_full());
+    assert_eq!(err.into_inner(), 3);
+    assert_eq!(mb.user_len(), Some(2));
+    // The system lane is never bounded.
+    assert_eq!(mb.enqueue_system("s"), Ok(Enqueued::AlreadyScheduled));
+    // SAFETY: we hold the run.
+    unsafe {
+        assert_eq!(mb.dequeue(), Dequeued::System("s"));
+        assert_eq!(mb.dequeue(), Dequeued::User(1));
+    }
+    assert_eq!(mb.user_len(), Some(1));
+    assert_eq!(mb.enqueue_user(4), Ok(Enqueued::AlreadyScheduled));
+    assert_eq!(Mb::new().user_len(), None);
+    assert_eq!(Mb::new().capacity(), None);
+}
+
+#[test]
+fn errors_display_lowercase_and_debug_without_payload_debug() {
+    struct Opaque;
+    let e: TrySendError<Opaque> = TrySendError::Full(Opaque);
+    assert_eq!(e.to_string(), "sending on a full mailbox");
+    assert_eq!(format!("{e:?}"), "Full(..)");
+    let e: TrySendError<Opaque> = SendError(Opaque).into();
+    assert!(e.is_closed());
+    assert_eq!(SendError(Opaque).to_string(), "sending on a closed mailbox");
+    assert_eq!(ZeroCapacityError.to_string(), "mailbox capacity must be at least 1");
+}
+
+struct Counted(Arc<StdAtomicUsize>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, StdOrdering::Relaxed);
+    }
+}
+
+#[test]
+fn dropping_a_mailbox_drops_every_payload_once() {
+    let drops = Arc::new(StdAtomicUsize::new(0));
+    let mb: Mailbox<Counted, Counted> = Mailbox::new();
+    for _ in 0..3 {
+        let _ = mb.enqueue_user(Counted(drops.clone()));
+        let _ = mb.enqueue_system(Counted(drops.clone()));
+    }
+    // SAFETY: we hold the run.
+    match unsafe { mb.dequeue() } {
+        Dequeued::System(c) => drop(c),
+        _ => panic!("expected the first system message"),
+    }
+    assert_eq!(drops.load(StdOrdering::Relaxed), 1);
+    drop(mb);
+    assert_eq!(drops.load(StdOrdering::Relaxed), 6);
+}
+
+#[test]
+fn threads_exchange_through_the_run_protocol() {
+    // A small multi-threaded run, sized for Miri; the big ones are in tests/.
+    let per = if cfg!(miri) { 20 } else { 10_000 };
+    let mb: Arc<Mailbox<(), (usize, usize)>> = Arc::new(Mailbox::new());
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let senders: Vec<_> = (0..2)
+        .map(|p| {
+            let mb = mb.clone();
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                for i in 0..per {
+                    if mb.enqueue_user((p, i)) == Ok(Enqueued::MustSchedule) {
+                        tx.send(()).expect("runner alive");
+                    }
+                }
+            })
+        })
+        .collect();
+    drop(tx);
+    let mut next = [0usize; 2];
+    let mut got = 0;
+    while got < 2 * per {
+        rx.recv().expect("a run is scheduled while messages are pending");
+        loop {
+            // SAFETY: each token received is one won run; runs are serial here.
+            match unsafe { mb.dequeue() } {
+                Dequeued::User((p, i)) => {
+                    assert_eq!(i, next[p]);
+                    next[p] += 1;
+                    got += 1;
+                }
+                Dequeued::System(()) => unreachable!(),
+                Dequeued::Empty | Dequeued::Retry => {
+                    // SAFETY: as above.
+                    if unsafe { mb.release() } == Release::Reschedule {
+                        continue;
+                    }
+                    break;
+                }
+            }
+        }
+    }
+    for s in senders {
+        s.join().expect("sender panicked");
+    }
+}

@@ -1,0 +1,350 @@
+//! Vyukov's node-based MPSC queue ("Intrusive MPSC node-based queue",
+//! 1024cores), generic over the payload.
+//!
+//! Producers link a fresh node at `head` with one atomic swap and one store,
+//! so a push never waits for anybody. The single consumer walks from `tail`.
+//! The queue always holds at least one node whose value has been taken (or
+//! was never there: the initial stub); `tail` points at it, and the values
+//! live in the nodes after it.
+//!
+//! The one subtle state: a producer that has swapped `head` but not yet
+//! stored the link into the previous node. The consumer then sees
+//! `head != tail` while `tail.next` is null. The queue is *not* empty: an
+//! item is on its way. [`Pop::Inconsistent`] reports exactly that, so callers
+//! retry later instead of concluding "empty" and losing a wake-up.
+
+use std::mem::MaybeUninit;
+use std::ptr;
+
+use crate::sync::{AtomicPtr, Ordering, UnsafeCell};
+
+/// What [`MpscQueue::pop`] found.
+#[must_use]
+#[derive(Debug, PartialEq, Eq)]
+pub enum Pop<T> {
+    /// The oldest value in the queue, now removed.
+    Data(T),
+    /// Nothing is queued and no push is in progress.
+    Empty,
+    /// A producer has claimed a place but not yet linked it: the queue is
+    /// not empty, but its next value cannot be reached yet. Retry later.
+    Inconsistent,
+}
+
+struct Node<T> {
+    /// Written once by the producer that links the next node (Release), read
+    /// by the consumer (Acquire).
+    next: AtomicPtr<Node<T>>,
+    /// Initialised by the producer before the node is published; moved out
+    /// exactly once by the consumer. Uninitialised in the stub node and in a
+    /// node whose value has been taken.
+    value: UnsafeCell<MaybeUninit<T>>,
+}
+
+impl<T> Node<T> {
+    fn alloc(value: MaybeUninit<T>) -> *mut Node<T> {
+        Box::into_raw(Box::new(Node {
+            next: AtomicPtr::new(ptr::null_mut()),
+            value: UnsafeCell::new(value),
+        }))
+    }
+}
+
+/// A multi-producer, single-consumer queue: wait-free push, lock-free pop.
+///
+/// `push` may be called from any number of threads at once. `pop` and
+/// `is_empty` belong to one consumer at a time; that is why they are
+/// `unsafe`: the caller proves exclusivity (the mailbox does it with its
+/// run-state word).
+///
+/// ```
+/// use proscenium_mailbox::{MpscQueue, Pop};
+///
+/// let q = MpscQueue::new();
+/// q.push(1);
+/// q.push(2);
+/// // SAFETY: this thread is the only consumer.
+/// unsafe {
+///     assert_eq!(q.pop(), Pop::Data(1));
+///     assert_eq!(q.pop(), Pop::Data(2));
+///     assert_eq!(q.pop(), Pop::Empty);
+/// }
+/// ```
+pub struct MpscQueue<T> {
+    /// The most recently pushed node. Written by producers (swap).
+    head: AtomicPtr<Node<T>>,
+    /// The node before the oldest value. Read and written only by the
+    /// consumer.
+    tail: UnsafeCell<*mut Node<T>>,
+}
+
+// SAFETY: values move from producer threads to the consumer thread and are
+// never shared, so `T: Send` suffices. The raw pointers are owned by the
+// queue (every node reachable from `tail` is freed exactly once, by `pop` or
+// `Drop`).
+unsafe impl<T: Send> Send for MpscQueue<T> {}
+// SAFETY: `&MpscQueue` only allows `push` (synchronised through `head`) and
+// the `unsafe` consumer operations whose callers guarantee a single consumer;
+// no `&T` is ever handed out, so `T: Sync` is not needed.
+unsafe impl<T: Send> Sync for MpscQueue<T> {}
+
+/// A position in a queue that the consumer saw as empty; see
+/// [`MpscQueue::mark`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mark(*mut ());
+
+impl<T> MpscQueue<T> {
+    /// Creates an empty queue (one stub node is allocated).
+    pub fn new() -> MpscQueue<T> {
+        let stub = Node::alloc(MaybeUninit::uninit());
+        MpscQueue {
+            head: AtomicPtr::new(stub),
+            tail: UnsafeCell::new(stub),
+        }
+    }
+
+    /// Appends `value`. Wait-free: one allocation, one swap, one store.
+    pub fn push(&self, value: T) {
+        let node = Node::alloc(MaybeUninit::new(value));
+        // AcqRel. Release: publishes `node`'s initialised `next` and `value`
+        // to the producer that will swap after us (it writes `node.next`) and,
+        // through the link store below, to the consumer. Acquire: pairs with
+        // the Release of the producer that swapped `prev` in, so that our
+        // store into `prev.next` happens after `prev` was initialised.
+        let prev = self.head.swap(node, Ordering::AcqRel);
+        // SAFETY: `prev` is alive: the consumer frees a node only after it has
+        // moved `tail` past it, which requires `prev.next` to be non-null,
+        // and only this producer makes it so, right here.
+        unsafe {
+            // Release: pairs with the consumer's Acquire load of `next` in
+            // `pop`, making `node.value` visible before the consumer reads it.
+            (*prev).next.store(node, Ordering::Release);
+        }
+    }
+
+    /// Removes the oldest value.
+    ///
+    /// # Safety
+    ///
+    /// No other thread may call `pop`, `is_empty` or `mark` on this queue
+    /// concurrently: the caller is the single consumer for the duration of
+    /// the call.
+    pub unsafe fn pop(&self) -> Pop<T> {
+        // SAFETY: the caller is the only consumer, the sole user of `tail`.
+        let tail = self.tail.with(|t| unsafe { *t });
+        // SAFETY: `tail` is alive: only the consumer frees nodes, and it
+        // never frees the node `tail` points at.
+        let next = unsafe { (*tail).next.load(Ordering::Acquire) }; // pairs with push's link store
+        if !next.is_null() {
+            // SAFETY: single consumer (caller's contract).
+            self.tail.with_mut(|t| unsafe { *t = next });
+            // SAFETY: `next` was linked by a producer whose Release store we
+            // acquired above, so its value is initialised and visible; it is
+            // read exactly once, because `tail` now points at `next` and a
+            // value is only read from the node after `tail`.
+            let value = unsafe { (*next).value.with(|v| ptr::read(v).assume_init()) };
+            // SAFETY: the old tail is unreachable now: `head` moved past it
+            // (its `next` is set) and `tail` no longer points at it. Its
+            // value was already taken (or it was the stub).
+            drop(unsafe { Box::from_raw(tail) });
+            return Pop::Data(value);
+        }
+        // Acquire pairs with the producers' swap (Release), though the only
+        // use made of it is a comparison: head != tail means a push has
+        // claimed a place after `tail` but not linked it yet.
+        if self.head.load(Ordering::Acquire) == tail {
+            Pop::Empty
+        } else {
+            Pop::Inconsistent
+        }
+    }
+
+    /// Whether the queue holds nothing and no push is in progress.
+    ///
+    /// # Safety
+    ///
+    /// As for [`pop`](Self::pop): the caller is the single consumer.
+    pub unsafe fn is_empty(&self) -> bool {
+        // SAFETY: single consumer (caller's contract).
+        let tail = self.tail.with(|t| unsafe { *t });
+        // SAFETY: `tail` is alive (see `pop`).
+        let next = unsafe { (*tail).next.load(Ordering::Acquire) }; // pairs with push's link store
+        next.is_null() && self.head.load(Ordering::Acquire) == tail // pairs with push's swap
+    }
+
+    /// Marks the consumer's current position, to learn later, *without*
+    /// being the consumer any more, whether anything was pushed since.
+    ///
+    /// This is what lets a consumer give up its role and then re-check the
+    /// queue: after the hand-off it may no longer touch `tail`, but it may
+    /// compare `head` against a mark taken before.
+    ///
+    /// # Safety
+    ///
+    /// As for [`pop`](Self::pop): the caller is the single consumer.
+    pub unsafe fn mark(&self) -> Mark {
+        // SAFETY: single consumer (caller's contract).
+        Mark(self.tail.with(|t| unsafe { *t }).cast())
+    }
+
+    /// Whether, seen from `mark`, the queue holds a value or a push is in
+    /// progress: `head` has moved past the marked node. Safe to call from any
+    /// thread, also one that is no longer the consumer.
+    ///
+    /// The answer is exact for pushes that happen-before this call. A false
+    /// "empty" is possible only if the marked node was freed and its address
+    /// reused, which requires a later consumer to have popped past it; that
+    /// consumer then owns every value pushed before (see `Mailbox::release`
+    /// for why that is enough).
+    pub fn nonempty_since(&self, mark: Mark) -> bool {
+        // Acquire pairs with push's swap (Release); the caller orders this
+        // load after the pushes it cares about (see `Mailbox::release`).
+        self.head.load(Ordering::Acquire).cast::<()>() != mark.0
+    }
+}
+
+impl<T> Default for MpscQueue<T> {
+    fn default() -> Self {
+        MpscQueue::new()
+    }
+}
+
+impl<T> Drop for MpscQueue<T> {
+    fn drop(&mut self) {
+        // `&mut self`: no producer or consumer is active, and whatever gave us
+        // exclusive access (an `Arc` drop, a join) made all their writes
+        // visible.
+        let mut node = self.tail.with(|t| {
+            // SAFETY: exclusive access.
+            unsafe { *t }
+        });
+        let mut holds_value = false; // the tail node's value is taken (or stub)
+        while !node.is_null() {
+            // SAFETY: every node from `tail` on is owned by the queue and
+            // freed only here; `holds_value` is true exactly for the nodes
+            // after `tail`, whose values were pushed and never popped.
+            unsafe {
+                let next = (*node).next.load(Ordering::Acquire); // pairs with push's link store
+                if holds_value {
+                    (*node).value.with_mut(|v| (*v).assume_init_drop());
+                }
+                drop(Box::from_raw(node));
+                node = next;
+            }
+            holds_value = true;
+        }
+    }
+}
+
+impl<T> std::fmt::Debug for MpscQueue<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MpscQueue").finish_non_exhaustive()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize as StdAtomicUsize;
+    use std::sync::Arc;
+
+    #[test]
+    fn fifo_single_thread() {
+        let q = MpscQueue::new();
+        // SAFETY: this test is the only consumer.
+        unsafe {
+            assert_eq!(q.pop(), Pop::<u32>::Empty);
+            assert!(q.is_empty());
+            for i in 0..10 {
+                q.push(i);
+            }
+            assert!(!q.is_empty());
+            for i in 0..10 {
+                assert_eq!(q.pop(), Pop::Data(i));
+            }
+            assert_eq!(q.pop(), Pop::Empty);
+            assert!(q.is_empty());
+        }
+    }
+
+    #[test]
+    fn mark_sees_later_pushes() {
+        let q = MpscQueue::new();
+        // SAFETY: this test is the only consumer.
+        let m = unsafe { q.mark() };
+        assert!(!q.nonempty_since(m));
+        q.push(7);
+        assert!(q.nonempty_since(m));
+        // SAFETY: as above.
+        unsafe {
+            assert_eq!(q.pop(), Pop::Data(7));
+            let m = q.mark();
+            assert!(!q.nonempty_since(m));
+        }
+    }
+
+    struct Counted(Arc<StdAtomicUsize>);
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn drop_frees_every_queued_value_once() {
+        let drops = Arc::new(StdAtomicUsize::new(0));
+        let q = MpscQueue::new();
+        for _ in 0..5 {
+            q.push(Counted(drops.clone()));
+        }
+        // SAFETY: this test is the only consumer.
+        match unsafe { q.pop() } {
+            Pop::Data(c) => drop(c),
+            other => panic!("expected data, got {:?}", other.is_data()),
+        }
+        assert_eq!(drops.load(std::sync::atomic::Ordering::Relaxed), 1);
+        drop(q);
+        assert_eq!(drops.load(std::sync::atomic::Ordering::Relaxed), 5);
+    }
+
+    impl<T> Pop<T> {
+        fn is_data(&self) -> bool {
+            matches!(self, Pop::Data(_))
+        }
+    }
+
+    #[test]
+    fn producers_fifo_no_loss_no_duplication() {
+        let producers = 3;
+        let per = if cfg!(miri) { 50 } else { 100_000 };
+        let q = Arc::new(MpscQueue::new());
+        let handles: Vec<_> = (0..producers)
+            .map(|p| {
+                let q = q.clone();
+                std::thread::spawn(move || {
+                    for i in 0..per {
+                        q.push((p, i));
+                    }
+                })
+            })
+            .collect();
+        let mut next = vec![0usize; producers];
+        let mut got = 0;
+        while got < producers * per {
+            // SAFETY: this thread is the only consumer.
+            match unsafe { q.pop() } {
+                Pop::Data((p, i)) => {
+                    assert_eq!(i, next[p], "producer {p} out of order");
+                    next[p] += 1;
+                    got += 1;
+                }
+                Pop::Empty | Pop::Inconsistent => std::thread::yield_now(),
+            }
+        }
+        for h in handles {
+            h.join().expect("producer panicked");
+        }
+        // SAFETY: as above.
+        assert_eq!(unsafe { q.pop() }, Pop::Empty);
+    }
+}
