@@ -208,26 +208,45 @@ impl<S, U> Mailbox<S, U> {
     /// through a scheduler) received [`Enqueued::MustSchedule`] or
     /// [`Release::Reschedule`], and has not released since.
     pub unsafe fn dequeue(&self) -> Dequeued<S, U> {
-        // SAFETY: the run holder is the single consumer of both queues.
+        // The user lane is looked at *before* the system lane (invariant 3).
+        // If a user message was sent after a system message (by the same
+        // sender, or by anyone who had seen that system message), the Acquire
+        // inside `peek` that finds the user message makes the system message
+        // visible to the system pop below, so it is handed out first. Had we
+        // looked at the system lane first, both could have arrived between
+        // the two looks and the user message would have jumped the queue.
+        let user_open = self.snapshot().user_lane_open();
+        let user = if user_open {
+            // SAFETY: the run holder is the single consumer of both queues.
+            unsafe { self.user.peek() }
+        } else {
+            Pop::Empty
+        };
+        // SAFETY: as above.
         match unsafe { self.system.pop() } {
             Pop::Data(m) => return Dequeued::System(m),
             Pop::Inconsistent => return Dequeued::Retry,
             Pop::Empty => {}
         }
-        if !self.snapshot().user_lane_open() {
-            return Dequeued::Empty;
-        }
-        // SAFETY: as above.
-        match unsafe { self.user.pop() } {
-            Pop::Data(m) => {
-                if self.capacity != UNBOUNDED {
-                    // Relaxed: see reserve_user_slot.
-                    self.user_len.fetch_sub(1, Ordering::Relaxed);
+        match user {
+            // A value seen at the peek is still there: we are its only consumer.
+            // SAFETY: as above.
+            Pop::Data(()) => match unsafe { self.user.pop() } {
+                Pop::Data(m) => {
+                    if self.capacity != UNBOUNDED {
+                        // Relaxed: see reserve_user_slot.
+                        self.user_len.fetch_sub(1, Ordering::Relaxed);
+                    }
+                    Dequeued::User(m)
                 }
-                Dequeued::User(m)
-            }
-            Pop::Inconsistent => Dequeued::Retry,
+                Pop::Empty | Pop::Inconsistent => {
+                    unreachable!("a peeked value vanished under its only consumer")
+                }
+            },
+            // A message that arrived after the peek is found by the next
+            // dequeue, or by release's re-check.
             Pop::Empty => Dequeued::Empty,
+            Pop::Inconsistent => Dequeued::Retry,
         }
     }
 

@@ -159,6 +159,27 @@ impl<T> MpscQueue<T> {
         }
     }
 
+    /// Looks at the oldest value without taking it: [`Pop::Data`]`(())`
+    /// when one is ready to pop, else what `pop` would report.
+    ///
+    /// # Safety
+    ///
+    /// As for [`pop`](Self::pop): the caller is the single consumer.
+    pub unsafe fn peek(&self) -> Pop<()> {
+        // SAFETY: single consumer (caller's contract).
+        let tail = self.tail.with(|t| unsafe { *t });
+        // SAFETY: `tail` is alive (see `pop`).
+        let next = unsafe { (*tail).next.load(Ordering::Acquire) }; // pairs with push's link store
+        if !next.is_null() {
+            Pop::Data(())
+        } else if self.head.load(Ordering::Acquire) == tail {
+            // Acquire: as in `pop`, only compared.
+            Pop::Empty
+        } else {
+            Pop::Inconsistent
+        }
+    }
+
     /// Whether the queue holds nothing and no push is in progress.
     ///
     /// # Safety
@@ -166,10 +187,7 @@ impl<T> MpscQueue<T> {
     /// As for [`pop`](Self::pop): the caller is the single consumer.
     pub unsafe fn is_empty(&self) -> bool {
         // SAFETY: single consumer (caller's contract).
-        let tail = self.tail.with(|t| unsafe { *t });
-        // SAFETY: `tail` is alive (see `pop`).
-        let next = unsafe { (*tail).next.load(Ordering::Acquire) }; // pairs with push's link store
-        next.is_null() && self.head.load(Ordering::Acquire) == tail // pairs with push's swap
+        unsafe { self.peek() == Pop::Empty }
     }
 
     /// Marks the consumer's current position, to learn later, *without*
