@@ -1,9 +1,9 @@
 //! The two-lane mailbox and its run-state protocol.
 
 use crate::error::{SendError, TrySendError, ZeroCapacityError};
-use crate::queue::{MpscQueue, Pop};
-use crate::state::{Snapshot, CLOSED, SCHEDULED, SUSPEND_ONE};
-use crate::sync::{AtomicUsize, Ordering};
+use crate::queue::{ends, Head, Pop, Tail};
+use crate::state::{Snapshot, CLOSED, SCHEDULED};
+use crate::sync::{fence, AtomicUsize, Ordering, UnsafeCell};
 
 /// What an enqueue means for the caller.
 #[must_use = "the sender that wins the run must schedule the mailbox's owner"]
@@ -47,7 +47,8 @@ pub enum Release {
 }
 
 /// A mailbox: a system lane and a user lane, each a wait-free MPSC queue,
-/// and one run-state word.
+/// and one run-state word. 128 bytes, in two cache lines: one for senders,
+/// one for the run holder.
 ///
 /// The protocol:
 ///
@@ -76,17 +77,56 @@ pub enum Release {
 ///     assert_eq!(mb.release(), Release::Idle);
 /// }
 /// ```
+#[repr(C)] // keep the senders' words and the run holder's words apart
 pub struct Mailbox<S, U> {
+    // First cache line: what senders touch.
     /// Run-state bits (see `state.rs`). Senders set `SCHEDULED`; only the
-    /// run holder clears it and writes `CLOSED` and the suspend count.
+    /// run holder clears it and sets `CLOSED`.
     state: AtomicUsize,
-    system: MpscQueue<S>,
-    user: MpscQueue<U>,
+    system: Head<S>,
+    user: Head<U>,
     /// `usize::MAX` for an unbounded user lane.
     capacity: usize,
     /// User messages reserved or queued; kept only when bounded. Senders
     /// increment, the run holder decrements.
     user_len: AtomicUsize,
+    // Second cache line: what only the run holder touches.
+    holder: Holder<S, U>,
+}
+
+/// The run holder's side of a mailbox, on its own cache line so that a
+/// flooded owner's consumer does not share a line with its producers.
+#[repr(align(64))]
+struct Holder<S, U> {
+    system: Tail<S>,
+    user: Tail<U>,
+    /// Read and written only by the run holder; handed from one holder to
+    /// the next by the run-state word (release's Release, claim's Acquire).
+    flags: UnsafeCell<HolderFlags>,
+}
+
+// SAFETY: the flags are only touched by the run holder, one thread at a
+// time, handed over through the run-state word (release's Release, claim's
+// Acquire); the queue ends are Send + Sync for `S, U: Send` by their own
+// impls. So sharing `&Mailbox` shares no unsynchronised access.
+unsafe impl<S: Send, U: Send> Sync for Holder<S, U> {}
+
+#[derive(Clone, Copy)]
+struct HolderFlags {
+    /// Nested suspensions not yet resumed; the user lane is paused while
+    /// this is not zero.
+    suspended: u32,
+    /// The holder's copy of `CLOSED`, so that dequeue never reads the
+    /// senders' cache line.
+    closed: bool,
+}
+
+impl HolderFlags {
+    /// Whether the holder may take user messages: not suspended, or closed
+    /// (a closed mailbox is drained whatever its suspension).
+    fn user_lane_open(self) -> bool {
+        self.suspended == 0 || self.closed
+    }
 }
 
 const UNBOUNDED: usize = usize::MAX;
@@ -107,12 +147,22 @@ impl<S, U> Mailbox<S, U> {
     }
 
     fn with_capacity(capacity: usize) -> Mailbox<S, U> {
+        let (system_head, system_tail) = ends();
+        let (user_head, user_tail) = ends();
         Mailbox {
             state: AtomicUsize::new(0),
-            system: MpscQueue::new(),
-            user: MpscQueue::new(),
+            system: system_head,
+            user: user_head,
             capacity,
             user_len: AtomicUsize::new(0),
+            holder: Holder {
+                system: system_tail,
+                user: user_tail,
+                flags: UnsafeCell::new(HolderFlags {
+                    suspended: 0,
+                    closed: false,
+                }),
+            },
         }
     }
 
@@ -131,11 +181,11 @@ impl<S, U> Mailbox<S, U> {
     ///
     /// Fails only when the mailbox is closed, handing the message back.
     pub fn enqueue_system(&self, msg: S) -> Result<Enqueued, SendError<S>> {
-        if self.is_closed_hint() {
+        if self.is_closed() {
             return Err(SendError(msg));
         }
         self.system.push(msg);
-        Ok(self.claim())
+        Ok(self.claim_after_push())
     }
 
     /// Enqueues a user message.
@@ -143,23 +193,14 @@ impl<S, U> Mailbox<S, U> {
     /// Fails when the mailbox is closed, or when a bounded user lane is
     /// full, handing the message back.
     pub fn enqueue_user(&self, msg: U) -> Result<Enqueued, TrySendError<U>> {
-        if self.is_closed_hint() {
+        if self.is_closed() {
             return Err(TrySendError::Closed(msg));
         }
         if self.capacity != UNBOUNDED && !self.reserve_user_slot() {
             return Err(TrySendError::Full(msg));
         }
         self.user.push(msg);
-        Ok(self.claim())
-    }
-
-    /// Whether the mailbox is closed, as a fast pre-check for senders. A
-    /// sender that misses a concurrent close still enqueues; the run holder
-    /// then drains its message (see [`close`](Self::close)).
-    fn is_closed_hint(&self) -> bool {
-        // Relaxed: correctness does not depend on seeing CLOSED here; a
-        // message that slips past is drained by the run holder.
-        self.state.load(Ordering::Relaxed) & CLOSED != 0
+        Ok(self.claim_after_push())
     }
 
     fn reserve_user_slot(&self) -> bool {
@@ -182,21 +223,63 @@ impl<S, U> Mailbox<S, U> {
         }
     }
 
+    /// After a push: learns whether the owner is already scheduled, and if
+    /// not, tries to take the run.
+    ///
+    /// A sender that finds `SCHEDULED` set writes nothing to the run-state
+    /// word, so a flooded owner's senders share its cache line instead of
+    /// fighting over it. That is safe because of the SeqCst fences here and
+    /// in `release` (the Dekker pattern): of the two fences, one comes first
+    /// in the single total order S. If ours does, `release`'s re-check sees
+    /// our push. If the releaser's does, our load sees its clear of
+    /// `SCHEDULED` (or a later claim, whose own release then comes after our
+    /// fence and sees our push), and we go on to claim.
+    #[inline]
+    fn claim_after_push(&self) -> Enqueued {
+        // SeqCst fence: orders our push (above) before the load below, and
+        // pairs with the fence in `release` (see above).
+        fence(Ordering::SeqCst);
+        // Relaxed: ordered by the fence.
+        if self.state.load(Ordering::Relaxed) & SCHEDULED != 0 {
+            return Enqueued::AlreadyScheduled;
+        }
+        self.claim()
+    }
+
     /// Tries to take the run: sets `SCHEDULED` and reports whether this call
     /// is the one that set it.
     fn claim(&self) -> Enqueued {
-        // AcqRel. Release: our push (sequenced before) becomes visible to the
-        // run holder whose `release` fetch_and reads this write or a later one
-        // (RMWs extend the release sequence), so its re-check sees the push.
         // Acquire: pairs with the Release of `release`'s fetch_and, so if we
-        // win, the previous run happened-before the one we are about to
-        // schedule.
+        // win, the previous run (its holder flags, its pops) happened-before
+        // the run we are about to start. Release: a winner's own earlier
+        // writes reach the worker that runs the owner (the scheduler's
+        // hand-off orders that too).
         let prev = self.state.fetch_or(SCHEDULED, Ordering::AcqRel);
         if prev & SCHEDULED == 0 {
             Enqueued::MustSchedule
         } else {
             Enqueued::AlreadyScheduled
         }
+    }
+
+    /// The run holder's flags.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the run.
+    #[inline]
+    unsafe fn flags(&self) -> HolderFlags {
+        // SAFETY: only the run holder touches the flags (caller's contract),
+        // and the run-state hand-off orders one holder after the other.
+        self.holder.flags.with(|f| unsafe { *f })
+    }
+
+    /// # Safety
+    ///
+    /// The caller holds the run.
+    unsafe fn update_flags(&self, f: impl FnOnce(&mut HolderFlags)) {
+        // SAFETY: as in `flags`.
+        self.holder.flags.with_mut(|p| f(unsafe { &mut *p }));
     }
 
     /// Takes the next message: system lane first, then the user lane unless
@@ -215,15 +298,16 @@ impl<S, U> Mailbox<S, U> {
         // visible to the system pop below, so it is handed out first. Had we
         // looked at the system lane first, both could have arrived between
         // the two looks and the user message would have jumped the queue.
-        let user_open = self.snapshot().user_lane_open();
+        // SAFETY: we hold the run (caller's contract) for all of the below.
+        let user_open = unsafe { self.flags() }.user_lane_open();
         let user = if user_open {
             // SAFETY: the run holder is the single consumer of both queues.
-            unsafe { self.user.peek() }
+            unsafe { self.holder.user.peek(&self.user) }
         } else {
             Pop::Empty
         };
         // SAFETY: as above.
-        match unsafe { self.system.pop() } {
+        match unsafe { self.holder.system.pop(&self.system) } {
             Pop::Data(m) => return Dequeued::System(m),
             Pop::Inconsistent => return Dequeued::Retry,
             Pop::Empty => {}
@@ -231,7 +315,7 @@ impl<S, U> Mailbox<S, U> {
         match user {
             // A value seen at the peek is still there: we are its only consumer.
             // SAFETY: as above.
-            Pop::Data(()) => match unsafe { self.user.pop() } {
+            Pop::Data(()) => match unsafe { self.holder.user.pop(&self.user) } {
                 Pop::Data(m) => {
                     if self.capacity != UNBOUNDED {
                         // Relaxed: see reserve_user_slot.
@@ -262,21 +346,26 @@ impl<S, U> Mailbox<S, U> {
     /// The caller holds the run (see [`dequeue`](Self::dequeue)). After an
     /// [`Release::Idle`] it must not touch the consumer side again.
     pub unsafe fn release(&self) -> Release {
-        // Marks are taken while we are still the consumer; afterwards we may
-        // only look at the producers' end of each queue.
+        // Marks and flags are read while we are still the run holder;
+        // afterwards we may only look at the producers' end of each queue.
         // SAFETY: we hold the run.
-        let (system_mark, user_mark) = unsafe { (self.system.mark(), self.user.mark()) };
-        // AcqRel. Release: everything this run did happens-before the next
-        // holder's run (its claim's Acquire reads this write). Acquire: pairs
-        // with the Release of every sender's claim that precedes this RMW in
-        // the modification order of `state`: those senders saw SCHEDULED set
-        // and rely on us, and their pushes now happen-before the loads below.
-        let prev = Snapshot(self.state.fetch_and(!SCHEDULED, Ordering::AcqRel));
-        debug_assert!(prev.is_scheduled(), "release without holding the run");
-        // Suspension and closure are written only by the run holder, so
-        // `prev` tells exactly which lanes we are answerable for.
+        let (system_mark, user_mark, flags) = unsafe {
+            (
+                self.holder.system.mark(),
+                self.holder.user.mark(),
+                self.flags(),
+            )
+        };
+        // Release: everything this run did (pops, flags) happens-before the
+        // next holder's run, whose claim reads this write with Acquire.
+        let prev = self.state.fetch_and(!SCHEDULED, Ordering::Release);
+        debug_assert!(prev & SCHEDULED != 0, "release without holding the run");
+        // SeqCst fence: pairs with the fence in `claim_after_push` (see
+        // there). A sender that saw SCHEDULED still set relies on us, and its
+        // push is visible to the loads below.
+        fence(Ordering::SeqCst);
         let pending = self.system.nonempty_since(system_mark)
-            || (prev.user_lane_open() && self.user.nonempty_since(user_mark));
+            || (flags.user_lane_open() && self.user.nonempty_since(user_mark));
         if !pending {
             return Release::Idle;
         }
@@ -295,10 +384,8 @@ impl<S, U> Mailbox<S, U> {
     ///
     /// The caller holds the run.
     pub unsafe fn suspend(&self) {
-        // Relaxed: the suspend count is read only by the run holder (in
-        // dequeue and release), which is this thread until it releases, and
-        // release's AcqRel hands it to the next holder.
-        self.state.fetch_add(SUSPEND_ONE, Ordering::Relaxed);
+        // SAFETY: we hold the run (caller's contract).
+        unsafe { self.update_flags(|f| f.suspended += 1) };
     }
 
     /// Undoes one [`suspend`](Self::suspend); returns whether the user lane
@@ -308,15 +395,21 @@ impl<S, U> Mailbox<S, U> {
     ///
     /// The caller holds the run.
     pub unsafe fn resume(&self) -> bool {
-        // Relaxed: as in suspend. Only the run holder changes the count, so
-        // the load and the update cannot be interleaved with another change
-        // of it (senders only set SCHEDULED, which fetch_sub leaves alone).
-        let now = Snapshot(self.state.load(Ordering::Relaxed));
-        if !now.is_suspended() {
-            return true;
+        // SAFETY: we hold the run (caller's contract).
+        unsafe {
+            self.update_flags(|f| f.suspended = f.suspended.saturating_sub(1));
+            self.flags().suspended == 0
         }
-        let prev = Snapshot(self.state.fetch_sub(SUSPEND_ONE, Ordering::Relaxed));
-        prev.suspend_count() == 1
+    }
+
+    /// Whether the user lane is paused.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the run.
+    pub unsafe fn is_suspended(&self) -> bool {
+        // SAFETY: we hold the run (caller's contract).
+        unsafe { self.flags() }.suspended != 0
     }
 
     /// Closes the mailbox: from now on enqueues fail, handing the message
@@ -330,21 +423,22 @@ impl<S, U> Mailbox<S, U> {
     ///
     /// The caller holds the run.
     pub unsafe fn close(&self) {
-        // Release: pairs with nothing strictly required (senders' pre-check is
-        // a hint); it orders the holder's work before the flag for observers
-        // that read snapshots with Acquire.
-        self.state.fetch_or(CLOSED, Ordering::Release);
+        // SAFETY: we hold the run (caller's contract).
+        unsafe { self.update_flags(|f| f.closed = true) };
+        // Relaxed: senders read CLOSED only as a hint (a sender that misses it
+        // enqueues, and the holder drains its message); nothing is published.
+        self.state.fetch_or(CLOSED, Ordering::Relaxed);
     }
 
-    /// Whether the mailbox has been closed (a hint, unless called by the run
-    /// holder).
+    /// Whether the mailbox has been closed: exact for the run holder, a hint
+    /// (possibly stale) for senders.
     pub fn is_closed(&self) -> bool {
         self.snapshot().is_closed()
     }
 
     /// Number of user messages queued or being enqueued, for a bounded
     /// mailbox; `None` when unbounded (the count is not kept then, to keep
-    /// the hot path to one swap and one flag).
+    /// the hot path short).
     pub fn user_len(&self) -> Option<usize> {
         // Relaxed: a reading for routers and metrics.
         (self.capacity != UNBOUNDED).then(|| self.user_len.load(Ordering::Relaxed))

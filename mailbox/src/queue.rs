@@ -12,9 +12,16 @@
 //! `head != tail` while `tail.next` is null. The queue is *not* empty: an
 //! item is on its way. [`Pop::Inconsistent`] reports exactly that, so callers
 //! retry later instead of concluding "empty" and losing a wake-up.
+//!
+//! The two ends are separate types, [`Head`] (written by producers) and
+//! [`Tail`] (written by the consumer), so that an owner can lay them out on
+//! different cache lines: the mailbox groups both lanes' heads on one line
+//! and both tails on the next.
 
 use std::mem::MaybeUninit;
 use std::ptr;
+
+use crossbeam_utils::CachePadded;
 
 use crate::sync::{AtomicPtr, Ordering, UnsafeCell};
 
@@ -50,61 +57,43 @@ impl<T> Node<T> {
     }
 }
 
-/// A multi-producer, single-consumer queue: wait-free push, lock-free pop.
-///
-/// `push` may be called from any number of threads at once. `pop` and
-/// `is_empty` belong to one consumer at a time; that is why they are
-/// `unsafe`: the caller proves exclusivity (the mailbox does it with its
-/// run-state word).
-///
-/// ```
-/// use proscenium_mailbox::{MpscQueue, Pop};
-///
-/// let q = MpscQueue::new();
-/// q.push(1);
-/// q.push(2);
-/// // SAFETY: this thread is the only consumer.
-/// unsafe {
-///     assert_eq!(q.pop(), Pop::Data(1));
-///     assert_eq!(q.pop(), Pop::Data(2));
-///     assert_eq!(q.pop(), Pop::Empty);
-/// }
-/// ```
-pub struct MpscQueue<T> {
+/// The producers' end of a queue: where pushes link new nodes.
+pub(crate) struct Head<T> {
     /// The most recently pushed node. Written by producers (swap).
     head: AtomicPtr<Node<T>>,
+}
+
+/// The consumer's end of a queue. Owns every node from `tail` on: dropping
+/// it frees them and drops the values still queued.
+pub(crate) struct Tail<T> {
     /// The node before the oldest value. Read and written only by the
     /// consumer.
     tail: UnsafeCell<*mut Node<T>>,
 }
 
-// SAFETY: values move from producer threads to the consumer thread and are
-// never shared, so `T: Send` suffices. The raw pointers are owned by the
-// queue (every node reachable from `tail` is freed exactly once, by `pop` or
-// `Drop`).
-unsafe impl<T: Send> Send for MpscQueue<T> {}
-// SAFETY: `&MpscQueue` only allows `push` (synchronised through `head`) and
-// the `unsafe` consumer operations whose callers guarantee a single consumer;
-// no `&T` is ever handed out, so `T: Sync` is not needed.
-unsafe impl<T: Send> Sync for MpscQueue<T> {}
-
-/// A position in a queue that the consumer saw as empty; see
-/// [`MpscQueue::mark`].
+/// A position in a queue that the consumer saw; see [`MpscQueue::mark`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Mark(*mut ());
 
-impl<T> MpscQueue<T> {
-    /// Creates an empty queue (one stub node is allocated).
-    pub fn new() -> MpscQueue<T> {
-        let stub = Node::alloc(MaybeUninit::uninit());
-        MpscQueue {
+/// Creates the two ends of one empty queue (one stub node is allocated).
+///
+/// The ends must be used together, as one queue, and dropped together.
+pub(crate) fn ends<T>() -> (Head<T>, Tail<T>) {
+    let stub = Node::alloc(MaybeUninit::uninit());
+    (
+        Head {
             head: AtomicPtr::new(stub),
+        },
+        Tail {
             tail: UnsafeCell::new(stub),
-        }
-    }
+        },
+    )
+}
 
+impl<T> Head<T> {
     /// Appends `value`. Wait-free: one allocation, one swap, one store.
-    pub fn push(&self, value: T) {
+    #[inline]
+    pub(crate) fn push(&self, value: T) {
         let node = Node::alloc(MaybeUninit::new(value));
         // AcqRel. Release: publishes `node`'s initialised `next` and `value`
         // to the producer that will swap after us (it writes `node.next`) and,
@@ -122,16 +111,40 @@ impl<T> MpscQueue<T> {
         }
     }
 
+    /// Whether, seen from `mark`, the queue holds a value or a push is in
+    /// progress: `head` has moved past the marked node. Safe to call from any
+    /// thread, also one that is no longer the consumer.
+    ///
+    /// The answer is exact for pushes that happen-before this call. A false
+    /// "empty" is possible only if the marked node was freed and its address
+    /// reused, which requires a later consumer to have popped past it; that
+    /// consumer then owns every value pushed before (see `Mailbox::release`
+    /// for why that is enough).
+    #[inline]
+    pub(crate) fn nonempty_since(&self, mark: Mark) -> bool {
+        // Relaxed: the caller orders this load after the pushes it cares
+        // about (a fence in `Mailbox::release`); nothing is dereferenced.
+        self.head.load(Ordering::Relaxed).cast::<()>() != mark.0
+    }
+}
+
+impl<T> Tail<T> {
+    #[inline]
+    fn node(&self) -> *mut Node<T> {
+        // SAFETY: only the consumer calls the methods that reach here (their
+        // callers' contract), so nobody writes `tail` concurrently.
+        self.tail.with(|t| unsafe { *t })
+    }
+
     /// Removes the oldest value.
     ///
     /// # Safety
     ///
-    /// No other thread may call `pop`, `is_empty` or `mark` on this queue
-    /// concurrently: the caller is the single consumer for the duration of
-    /// the call.
-    pub unsafe fn pop(&self) -> Pop<T> {
-        // SAFETY: the caller is the only consumer, the sole user of `tail`.
-        let tail = self.tail.with(|t| unsafe { *t });
+    /// The caller is the single consumer of the queue whose other end is
+    /// `head`, for the duration of the call.
+    #[inline]
+    pub(crate) unsafe fn pop(&self, head: &Head<T>) -> Pop<T> {
+        let tail = self.node();
         // SAFETY: `tail` is alive: only the consumer frees nodes, and it
         // never frees the node `tail` points at.
         let next = unsafe { (*tail).next.load(Ordering::Acquire) }; // pairs with push's link store
@@ -149,14 +162,7 @@ impl<T> MpscQueue<T> {
             drop(unsafe { Box::from_raw(tail) });
             return Pop::Data(value);
         }
-        // Acquire pairs with the producers' swap (Release), though the only
-        // use made of it is a comparison: head != tail means a push has
-        // claimed a place after `tail` but not linked it yet.
-        if self.head.load(Ordering::Acquire) == tail {
-            Pop::Empty
-        } else {
-            Pop::Inconsistent
-        }
+        Self::empty_or_inconsistent(head, tail)
     }
 
     /// Looks at the oldest value without taking it: [`Pop::Data`]`(())`
@@ -164,78 +170,48 @@ impl<T> MpscQueue<T> {
     ///
     /// # Safety
     ///
-    /// As for [`pop`](Self::pop): the caller is the single consumer.
-    pub unsafe fn peek(&self) -> Pop<()> {
-        // SAFETY: single consumer (caller's contract).
-        let tail = self.tail.with(|t| unsafe { *t });
+    /// As for [`pop`](Self::pop).
+    #[inline]
+    pub(crate) unsafe fn peek(&self, head: &Head<T>) -> Pop<()> {
+        let tail = self.node();
         // SAFETY: `tail` is alive (see `pop`).
         let next = unsafe { (*tail).next.load(Ordering::Acquire) }; // pairs with push's link store
-        if !next.is_null() {
+        if next.is_null() {
+            Self::empty_or_inconsistent(head, tail)
+        } else {
             Pop::Data(())
-        } else if self.head.load(Ordering::Acquire) == tail {
-            // Acquire: as in `pop`, only compared.
+        }
+    }
+
+    fn empty_or_inconsistent<V>(head: &Head<T>, tail: *mut Node<T>) -> Pop<V> {
+        // Relaxed: only compared, never dereferenced. head != tail means a
+        // push has claimed a place after `tail` but not linked it yet.
+        if head.head.load(Ordering::Relaxed) == tail {
             Pop::Empty
         } else {
             Pop::Inconsistent
         }
     }
 
-    /// Whether the queue holds nothing and no push is in progress.
-    ///
-    /// # Safety
-    ///
-    /// As for [`pop`](Self::pop): the caller is the single consumer.
-    pub unsafe fn is_empty(&self) -> bool {
-        // SAFETY: single consumer (caller's contract).
-        unsafe { self.peek() == Pop::Empty }
-    }
-
     /// Marks the consumer's current position, to learn later, *without*
-    /// being the consumer any more, whether anything was pushed since.
-    ///
-    /// This is what lets a consumer give up its role and then re-check the
-    /// queue: after the hand-off it may no longer touch `tail`, but it may
-    /// compare `head` against a mark taken before.
+    /// being the consumer any more, whether anything was pushed since (see
+    /// [`Head::nonempty_since`]).
     ///
     /// # Safety
     ///
-    /// As for [`pop`](Self::pop): the caller is the single consumer.
-    pub unsafe fn mark(&self) -> Mark {
-        // SAFETY: single consumer (caller's contract).
-        Mark(self.tail.with(|t| unsafe { *t }).cast())
-    }
-
-    /// Whether, seen from `mark`, the queue holds a value or a push is in
-    /// progress: `head` has moved past the marked node. Safe to call from any
-    /// thread, also one that is no longer the consumer.
-    ///
-    /// The answer is exact for pushes that happen-before this call. A false
-    /// "empty" is possible only if the marked node was freed and its address
-    /// reused, which requires a later consumer to have popped past it; that
-    /// consumer then owns every value pushed before (see `Mailbox::release`
-    /// for why that is enough).
-    pub fn nonempty_since(&self, mark: Mark) -> bool {
-        // Acquire pairs with push's swap (Release); the caller orders this
-        // load after the pushes it cares about (see `Mailbox::release`).
-        self.head.load(Ordering::Acquire).cast::<()>() != mark.0
+    /// As for [`pop`](Self::pop).
+    #[inline]
+    pub(crate) unsafe fn mark(&self) -> Mark {
+        Mark(self.node().cast())
     }
 }
 
-impl<T> Default for MpscQueue<T> {
-    fn default() -> Self {
-        MpscQueue::new()
-    }
-}
-
-impl<T> Drop for MpscQueue<T> {
+impl<T> Drop for Tail<T> {
     fn drop(&mut self) {
         // `&mut self`: no producer or consumer is active, and whatever gave us
         // exclusive access (an `Arc` drop, a join) made all their writes
         // visible.
-        let mut node = self.tail.with(|t| {
-            // SAFETY: exclusive access.
-            unsafe { *t }
-        });
+        let mut node = self.node();
         let mut holds_value = false; // the tail node's value is taken (or stub)
         while !node.is_null() {
             // SAFETY: every node from `tail` on is owned by the queue and
@@ -251,6 +227,123 @@ impl<T> Drop for MpscQueue<T> {
             }
             holds_value = true;
         }
+    }
+}
+
+/// A multi-producer, single-consumer queue: wait-free push, lock-free pop.
+///
+/// `push` may be called from any number of threads at once. `pop`, `peek`
+/// and `mark` belong to one consumer at a time; that is why they are
+/// `unsafe`: the caller proves exclusivity (the mailbox does it with its
+/// run-state word). The two ends sit on separate cache lines.
+///
+/// ```
+/// use proscenium_mailbox::{MpscQueue, Pop};
+///
+/// let q = MpscQueue::new();
+/// q.push(1);
+/// q.push(2);
+/// // SAFETY: this thread is the only consumer.
+/// unsafe {
+///     assert_eq!(q.pop(), Pop::Data(1));
+///     assert_eq!(q.pop(), Pop::Data(2));
+///     assert_eq!(q.pop(), Pop::Empty);
+/// }
+/// ```
+pub struct MpscQueue<T> {
+    head: CachePadded<Head<T>>,
+    tail: CachePadded<Tail<T>>,
+}
+
+// SAFETY: values move from producer threads to the consumer thread and are
+// never shared, so `T: Send` suffices. The raw pointers are owned by the
+// queue (every node reachable from `tail` is freed exactly once, by `pop` or
+// `Drop`).
+unsafe impl<T: Send> Send for Head<T> {}
+// SAFETY: `&Head` only allows `push` (synchronised through `head`) and a
+// comparison of `head`; no `&T` is ever handed out.
+unsafe impl<T: Send> Sync for Head<T> {}
+// SAFETY: as for `Head`: the values only move to the consumer.
+unsafe impl<T: Send> Send for Tail<T> {}
+// SAFETY: `&Tail` only allows the `unsafe` consumer operations, whose callers
+// guarantee a single consumer; no `&T` is ever handed out.
+unsafe impl<T: Send> Sync for Tail<T> {}
+
+impl<T> MpscQueue<T> {
+    /// Creates an empty queue (one stub node is allocated).
+    pub fn new() -> MpscQueue<T> {
+        let (head, tail) = ends();
+        MpscQueue {
+            head: CachePadded::new(head),
+            tail: CachePadded::new(tail),
+        }
+    }
+
+    /// Appends `value`. Wait-free: one allocation, one swap, one store.
+    pub fn push(&self, value: T) {
+        self.head.push(value);
+    }
+
+    /// Removes the oldest value.
+    ///
+    /// # Safety
+    ///
+    /// No other thread may call `pop`, `peek`, `is_empty` or `mark` on this
+    /// queue concurrently: the caller is the single consumer for the
+    /// duration of the call.
+    pub unsafe fn pop(&self) -> Pop<T> {
+        // SAFETY: single consumer (caller's contract).
+        unsafe { self.tail.pop(&self.head) }
+    }
+
+    /// Looks at the oldest value without taking it: [`Pop::Data`]`(())`
+    /// when one is ready to pop, else what `pop` would report.
+    ///
+    /// # Safety
+    ///
+    /// As for [`pop`](Self::pop).
+    pub unsafe fn peek(&self) -> Pop<()> {
+        // SAFETY: single consumer (caller's contract).
+        unsafe { self.tail.peek(&self.head) }
+    }
+
+    /// Whether the queue holds nothing and no push is in progress.
+    ///
+    /// # Safety
+    ///
+    /// As for [`pop`](Self::pop).
+    pub unsafe fn is_empty(&self) -> bool {
+        // SAFETY: single consumer (caller's contract).
+        unsafe { self.peek() == Pop::Empty }
+    }
+
+    /// Marks the consumer's current position, to learn later, *without*
+    /// being the consumer any more, whether anything was pushed since.
+    ///
+    /// This is what lets a consumer give up its role and then re-check the
+    /// queue: after the hand-off it may no longer touch `tail`, but it may
+    /// compare `head` against a mark taken before.
+    ///
+    /// # Safety
+    ///
+    /// As for [`pop`](Self::pop).
+    pub unsafe fn mark(&self) -> Mark {
+        // SAFETY: single consumer (caller's contract).
+        unsafe { self.tail.mark() }
+    }
+
+    /// Whether, seen from `mark`, the queue holds a value or a push is in
+    /// progress. Safe to call from any thread; exact for pushes that
+    /// happen-before the call (see the mailbox's `release` for the one
+    /// imprecision and why it is harmless there).
+    pub fn nonempty_since(&self, mark: Mark) -> bool {
+        self.head.nonempty_since(mark)
+    }
+}
+
+impl<T> Default for MpscQueue<T> {
+    fn default() -> Self {
+        MpscQueue::new()
     }
 }
 
