@@ -106,10 +106,7 @@ fn closed_mailbox_refuses_and_hands_out_what_was_queued() {
         assert_eq!(mb.dequeue(), Dequeued::Empty);
         assert_eq!(mb.release(), Release::Idle);
     }
-    assert_eq!(
-        mb.enqueue_user(3).map_err(TrySendError::into_inner),
-        Err(3)
-    );
+    assert_eq!(mb.enqueue_user(3).map_err(TrySendError::into_inner), Err(3));
 }
 
 #[test]
@@ -145,7 +142,10 @@ fn errors_display_lowercase_and_debug_without_payload_debug() {
     let e: TrySendError<Opaque> = SendError(Opaque).into();
     assert!(e.is_closed());
     assert_eq!(SendError(Opaque).to_string(), "sending on a closed mailbox");
-    assert_eq!(ZeroCapacityError.to_string(), "mailbox capacity must be at least 1");
+    assert_eq!(
+        ZeroCapacityError.to_string(),
+        "mailbox capacity must be at least 1"
+    );
 }
 
 struct Counted(Arc<StdAtomicUsize>);
@@ -197,7 +197,8 @@ fn threads_exchange_through_the_run_protocol() {
     let mut next = [0usize; 2];
     let mut got = 0;
     while got < 2 * per {
-        rx.recv().expect("a run is scheduled while messages are pending");
+        rx.recv()
+            .expect("a run is scheduled while messages are pending");
         loop {
             // SAFETY: each token received is one won run; runs are serial here.
             match unsafe { mb.dequeue() } {
