@@ -18,11 +18,15 @@
 //! different cache lines: the mailbox groups both lanes' heads on one line
 //! and both tails on the next.
 
+#[cfg(not(loom))]
+use std::alloc::Layout;
 use std::mem::MaybeUninit;
 use std::ptr;
 
 use crossbeam_utils::CachePadded;
 
+#[cfg(not(loom))]
+use crate::node_cache;
 use crate::sync::{AtomicPtr, Ordering, UnsafeCell};
 
 /// What [`MpscQueue::pop`] found.
@@ -49,11 +53,43 @@ struct Node<T> {
 }
 
 impl<T> Node<T> {
+    /// Allocates a node from the node cache (see `node_cache.rs`; under loom
+    /// from the global allocator, so that loom tracks every node).
     fn alloc(value: MaybeUninit<T>) -> *mut Node<T> {
-        Box::into_raw(Box::new(Node {
+        let node = Node {
             next: AtomicPtr::new(ptr::null_mut()),
             value: UnsafeCell::new(value),
-        }))
+        };
+        #[cfg(not(loom))]
+        {
+            let block = node_cache::alloc_block(Layout::new::<Node<T>>()).cast::<Node<T>>();
+            // SAFETY: `alloc_block` returns a fresh, non-null block that fits
+            // `Node<T>`'s size and alignment.
+            unsafe { block.write(node) };
+            block
+        }
+        #[cfg(loom)]
+        Box::into_raw(Box::new(node))
+    }
+
+    /// Frees a node.
+    ///
+    /// # Safety
+    ///
+    /// `node` came from [`Node::alloc`], is unreachable from the queue, and
+    /// its value has been taken (or was never there).
+    unsafe fn free(node: *mut Node<T>) {
+        #[cfg(not(loom))]
+        // SAFETY: caller's contract; `Node` holds no value needing a drop
+        // (the payload is `MaybeUninit`), so dropping in place only runs the
+        // fields' own (trivial) drops before the memory goes back.
+        unsafe {
+            ptr::drop_in_place(node);
+            node_cache::free_block(node.cast(), Layout::new::<Node<T>>());
+        }
+        #[cfg(loom)]
+        // SAFETY: caller's contract; allocated by `Box::new` under loom.
+        drop(unsafe { Box::from_raw(node) });
     }
 }
 
@@ -159,7 +195,7 @@ impl<T> Tail<T> {
             // SAFETY: the old tail is unreachable now: `head` moved past it
             // (its `next` is set) and `tail` no longer points at it. Its
             // value was already taken (or it was the stub).
-            drop(unsafe { Box::from_raw(tail) });
+            unsafe { Node::free(tail) };
             return Pop::Data(value);
         }
         Self::empty_or_inconsistent(head, tail)
@@ -222,7 +258,7 @@ impl<T> Drop for Tail<T> {
                 if holds_value {
                     (*node).value.with_mut(|v| (*v).assume_init_drop());
                 }
-                drop(Box::from_raw(node));
+                Node::free(node);
                 node = next;
             }
             holds_value = true;
