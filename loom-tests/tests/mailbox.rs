@@ -129,7 +129,8 @@ fn join_logs(handles: Vec<thread::JoinHandle<Vec<Fate>>>, mut log: Vec<Fate>) ->
 }
 
 fn was_handled(log: &[Fate], m: Msg) -> bool {
-    log.iter().any(|f| matches!(f, Fate::Handled(_, x) if *x == m))
+    log.iter()
+        .any(|f| matches!(f, Fate::Handled(_, x) if *x == m))
 }
 
 /// Handled user messages of each sender, in the order they were handled.
@@ -244,7 +245,10 @@ fn system_message_overtakes_later_user_messages() {
         };
         let sys = pos(Msg::Sys(0)).expect("system message handled");
         let user = pos(Msg::User(0, 0)).expect("user message handled");
-        assert!(sys < user, "user message handled before an earlier system message: {log:?}");
+        assert!(
+            sys < user,
+            "user message handled before an earlier system message: {log:?}"
+        );
         assert!(pos(Msg::User(1, 0)).is_some());
         assert_eq!(log.len(), 3);
     });
@@ -316,6 +320,9 @@ fn close_racing_with_senders_accounts_for_every_message_once() {
         }
         assert!(was_handled(&log, Msg::Close));
         assert!(actor.mailbox.is_closed());
-        assert!(!actor.mailbox.snapshot().is_scheduled(), "left scheduled: {log:?}");
+        assert!(
+            !actor.mailbox.snapshot().is_scheduled(),
+            "left scheduled: {log:?}"
+        );
     });
 }
