@@ -292,7 +292,10 @@ mod tests {
         .expect("freeing thread panicked");
         let again: Vec<*mut u8> = (0..n).map(|_| alloc_block(layout)).collect();
         let reused = again.iter().filter(|b| addresses.contains(b)).count();
-        assert!(reused >= BATCH, "blocks came back through the global stack: {reused}");
+        assert!(
+            reused >= BATCH,
+            "blocks came back through the global stack: {reused}"
+        );
         for b in again {
             // SAFETY: as above.
             unsafe { free_block(b, layout) };

@@ -187,10 +187,9 @@ impl<T> Tail<T> {
         if !next.is_null() {
             // SAFETY: single consumer (caller's contract).
             self.tail.with_mut(|t| unsafe { *t = next });
-            // SAFETY: `next` was linked by a producer whose Release store we
-            // acquired above, so its value is initialised and visible; it is
-            // read exactly once, because `tail` now points at `next` and a
-            // value is only read from the node after `tail`.
+            // SAFETY: `next`'s value is initialised and visible (we acquired
+            // its link store); it is read once: only the node after `tail`
+            // holds a value, and `tail` now points at `next`.
             let value = unsafe { (*next).value.with(|v| ptr::read(v).assume_init()) };
             // SAFETY: the old tail is unreachable now: `head` moved past it
             // (its `next` is set) and `tail` no longer points at it. Its

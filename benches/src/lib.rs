@@ -1,0 +1,1 @@
+//! Benchmarks of proscenium live in `benches/`; this library is empty.

@@ -1,0 +1,2 @@
+//! Placeholder: this layer is built by a later issue.
+#![deny(missing_docs)]

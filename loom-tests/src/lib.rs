@@ -1,0 +1,1 @@
+//! loom models of proscenium live in `tests/`.

@@ -1,0 +1,178 @@
+//! loom models of the scheduler's park/unpark handshake: no submitted work
+//! is left behind while every worker sleeps (no lost wake-up).
+//!
+//! Run with
+//! `RUSTFLAGS="--cfg loom -C debug_assertions" LOOM_MAX_PREEMPTIONS=2 cargo test -p proscenium-loom-tests --release`.
+//!
+//! The models drive the real `Idle` and `Parker` of `proscenium-scheduler`
+//! (compiled against loom's atomics, mutex and condvar under `--cfg loom`).
+//! The shared queues are replaced by one atomic counter of queued items with
+//! Release pushes and Acquire/AcqRel pops, like a queue that is correct on
+//! its own but adds no ordering of its own to the handshake: only the
+//! handshake's fences and read-modify-writes can make the re-check see a
+//! racing push. A worker follows the real worker loop: search (if allowed),
+//! otherwise park, and treat the end of a park as "searching". Workers only
+//! exit on shutdown, which the worker that runs the last item triggers; so a
+//! lost wake-up leaves a worker parked forever, which loom reports as a
+//! deadlock.
+//!
+//! Mutations of `scheduler/src/{idle,park}.rs` these models were checked to
+//! catch (each reported as a deadlock by the one-worker model): skipping the
+//! re-check of the queues after announcing the park; removing the SeqCst
+//! fence in `notify_one`; removing the one in `park`; removing both and
+//! reading the state Relaxed; a parker that checks its token and waits in two
+//! separate critical sections. Not caught, by design, because they cost
+//! parallelism, not liveness (a parking worker always re-checks): the last
+//! searcher not handing the search on, and waking only when every worker is
+//! parked.
+#![cfg(loom)]
+
+use loom::sync::atomic::{AtomicUsize, Ordering};
+use loom::sync::Arc;
+use loom::thread;
+use proscenium_scheduler::__loom::{Idle, Unparked};
+
+struct Pool {
+    idle: Idle,
+    /// Items queued and not yet taken.
+    queued: AtomicUsize,
+    /// Items run.
+    ran: AtomicUsize,
+    total: usize,
+}
+
+impl Pool {
+    fn new(workers: usize, total: usize) -> Arc<Pool> {
+        Arc::new(Pool {
+            idle: Idle::new(workers),
+            queued: AtomicUsize::new(0),
+            ran: AtomicUsize::new(0),
+            total,
+        })
+    }
+
+    /// A submit from outside the workers: push, then notify.
+    fn submit(&self) {
+        // Release: publishes the item, as a queue push does.
+        self.queued.fetch_add(1, Ordering::Release);
+        self.idle.notify_one();
+    }
+
+    fn try_take(&self) -> bool {
+        let mut n = self.queued.load(Ordering::Acquire);
+        while n > 0 {
+            match self
+                .queued
+                .compare_exchange(n, n - 1, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return true,
+                Err(actual) => n = actual,
+            }
+        }
+        false
+    }
+
+    fn has_work(&self) -> bool {
+        self.queued.load(Ordering::Acquire) > 0
+    }
+
+    /// The worker loop, minus the local queues.
+    fn work(&self, index: usize) {
+        let mut searching = false;
+        loop {
+            if self.idle.is_shutdown() {
+                return;
+            }
+            if !searching {
+                searching = self.idle.transition_to_searching();
+            }
+            if searching && self.try_take() {
+                searching = false;
+                if self.idle.transition_from_searching() {
+                    self.idle.notify_one();
+                }
+                if self.ran.fetch_add(1, Ordering::AcqRel) + 1 == self.total {
+                    self.idle.shutdown();
+                }
+                continue;
+            }
+            match self
+                .idle
+                .park(index, searching, || self.has_work(), |_unparked| {})
+            {
+                Unparked::Shutdown => return,
+                Unparked::WorkFound | Unparked::Notified => searching = true,
+            }
+        }
+    }
+}
+
+fn run_model(workers: usize, submitters: usize) {
+    loom::model(move || {
+        let pool = Pool::new(workers, submitters);
+        let worker_threads: Vec<_> = (0..workers)
+            .map(|i| {
+                let pool = pool.clone();
+                thread::spawn(move || pool.work(i))
+            })
+            .collect();
+        let submit_threads: Vec<_> = (0..submitters)
+            .map(|_| {
+                let pool = pool.clone();
+                thread::spawn(move || pool.submit())
+            })
+            .collect();
+        for t in submit_threads {
+            t.join().expect("submitter");
+        }
+        for t in worker_threads {
+            t.join().expect("worker");
+        }
+        assert_eq!(pool.ran.load(Ordering::Acquire), submitters);
+        assert_eq!(pool.queued.load(Ordering::Acquire), 0);
+    });
+}
+
+/// One worker racing to park with one submit.
+#[test]
+fn scheduler_submit_races_park_one_worker() {
+    run_model(1, 1);
+}
+
+/// Two workers (one may be searching while the other parks) and one submit:
+/// the "a searcher exists, so do not wake" shortcut must not strand it.
+#[test]
+fn scheduler_submit_races_park_two_workers() {
+    run_model(2, 1);
+}
+
+/// One worker, two submits racing with each other and with the park.
+#[test]
+fn scheduler_two_submits_race_park() {
+    run_model(1, 2);
+}
+
+/// The submit comes from the worker side while the other worker parks: a
+/// worker that runs an item submits a second one (as a run that wakes
+/// another runnable into its local queue does).
+#[test]
+fn scheduler_submit_from_worker_wakes_parked_worker() {
+    loom::model(|| {
+        let pool = Pool::new(2, 2);
+        let p0 = pool.clone();
+        let w0 = thread::spawn(move || {
+            // Worker 0 is busy running the first item, which submits the
+            // second item to a shared queue before finishing.
+            p0.submit();
+            if p0.ran.fetch_add(1, Ordering::AcqRel) + 1 == p0.total {
+                p0.idle.shutdown();
+            }
+            p0.work(0);
+        });
+        let p1 = pool.clone();
+        let w1 = thread::spawn(move || p1.work(1));
+        w0.join().expect("worker 0");
+        w1.join().expect("worker 1");
+        assert_eq!(pool.ran.load(Ordering::Acquire), 2);
+    });
+}

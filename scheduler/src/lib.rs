@@ -1,0 +1,119 @@
+//! The M:N work-stealing scheduler of the proscenium actor engine: a fixed
+//! pool of (optionally core-pinned) worker threads that run [`Runnable`]s —
+//! actor cells and future tasks alike — plus timers, `block_on`, metrics and
+//! a quiesce that drains and joins the pool.
+//!
+//! Each worker owns a crossbeam-deque queue and a LIFO slot for the runnable
+//! its current run woke last (a request/reply pair stays on one core);
+//! submissions from outside go to a global injector; idle workers steal
+//! batches from the injector and from each other, spin briefly, then park.
+//! A submit wakes a parked worker only when no worker is already searching,
+//! and never loses a wake-up (the handshake has a loom model). A run gets a
+//! [`Budget`] of `throughput` units and yields when it has used it.
+//!
+//! The scheduler knows nothing of actors; the engine implements
+//! [`Runnable`] for its cells.
+//!
+//! ```
+//! use proscenium_scheduler::{Budget, RunOutcome, Runnable, Scheduler};
+//! use std::sync::atomic::{AtomicU32, Ordering};
+//! use std::sync::{mpsc, Arc, Mutex};
+//! use std::time::{Duration, Instant};
+//!
+//! /// Counts down `left` units of work, `budget` at a time.
+//! struct Countdown {
+//!     left: AtomicU32,
+//!     done: Mutex<mpsc::Sender<()>>,
+//! }
+//!
+//! impl Runnable for Countdown {
+//!     fn run(self: Arc<Self>, budget: &mut Budget) -> RunOutcome {
+//!         while budget.consume() {
+//!             if self.left.fetch_sub(1, Ordering::Relaxed) == 1 {
+//!                 self.done.lock().unwrap().send(()).unwrap();
+//!                 return RunOutcome::Done;
+//!             }
+//!         }
+//!         RunOutcome::Yield // used its budget, still has work
+//!     }
+//! }
+//!
+//! let scheduler = Scheduler::builder().workers(2).pin_workers(false).build()?;
+//! let handle = scheduler.handle().clone();
+//!
+//! // A runnable.
+//! let (tx, rx) = mpsc::channel();
+//! let work = Arc::new(Countdown { left: AtomicU32::new(1000), done: Mutex::new(tx) });
+//! handle.submit(work).expect("scheduler is open");
+//! rx.recv().unwrap();
+//!
+//! // A future, with a timer inside, joined from this plain thread.
+//! let h = handle.clone();
+//! let task = handle.spawn(async move {
+//!     h.sleep(Duration::from_millis(1)).await;
+//!     "slept"
+//! });
+//! assert_eq!(task.wait(), Ok("slept"));
+//!
+//! // Drain and join every worker.
+//! let report = scheduler.quiesce(Instant::now() + Duration::from_secs(5));
+//! assert!(report.drained);
+//! assert_eq!(report.runnables_left, 0);
+//! # Ok::<(), proscenium_scheduler::BuildError>(())
+//! ```
+#![deny(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+#![doc(test(attr(deny(warnings))))]
+
+// Under loom only the park/unpark handshake compiles (see `sync`). Its
+// items are `pub` for the `__loom` re-export below, which exists only under
+// loom; otherwise they are crate-internal.
+#[cfg_attr(not(loom), allow(unreachable_pub))]
+mod idle;
+#[cfg_attr(not(loom), allow(unreachable_pub))]
+mod park;
+mod sync;
+
+#[cfg(not(loom))]
+mod block_on;
+#[cfg(not(loom))]
+mod config;
+#[cfg(not(loom))]
+mod metrics;
+#[cfg(not(loom))]
+mod pin;
+#[cfg(not(loom))]
+mod runnable;
+#[cfg(not(loom))]
+mod scheduler;
+#[cfg(not(loom))]
+mod task;
+#[cfg(not(loom))]
+mod timer;
+#[cfg(not(loom))]
+mod wheel;
+#[cfg(not(loom))]
+mod worker;
+
+#[cfg(not(loom))]
+pub use crate::{
+    block_on::block_on,
+    config::{BuildError, Builder, DEFAULT_THROUGHPUT},
+    metrics::{Metrics, WorkerMetrics},
+    pin::{Pinning, UnpinnedReason},
+    runnable::{Budget, RunOutcome, Runnable},
+    scheduler::{Handle, QuiesceReport, Scheduler, SubmitError},
+    task::{JoinError, JoinHandle},
+    timer::{Sleep, TimerHandle},
+    worker::{current_worker, WorkerId},
+};
+
+/// The park/unpark handshake, exposed for the loom models in `loom-tests/`.
+/// Not part of the API.
+#[cfg(loom)]
+#[doc(hidden)]
+pub mod __loom {
+    pub use crate::idle::{Idle, IdleSnapshot, Unparked, MAX_WORKERS};
+    pub use crate::park::Parker;
+}

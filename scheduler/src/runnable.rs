@@ -1,0 +1,73 @@
+//! What the scheduler runs: the [`Runnable`] trait, its [`Budget`] and its
+//! [`RunOutcome`].
+
+use std::sync::Arc;
+
+/// Something the scheduler can run: an actor cell, a future task, a timer
+/// callback.
+///
+/// A submission is run exactly once, by one worker; the scheduler never runs
+/// the same submission twice concurrently and never drops one while it is
+/// running. Submitting the same `Arc` again while it is queued or running is
+/// the caller's business: an actor cell's run-state word guarantees that only
+/// one winner submits it at a time.
+pub trait Runnable: Send + Sync + 'static {
+    /// Does up to `budget` units of work (an actor: messages).
+    ///
+    /// Return [`RunOutcome::Done`] once the runnable released itself (it will
+    /// be submitted again by whoever wins its run-state), or
+    /// [`RunOutcome::Yield`] when it used its budget and still has work: the
+    /// scheduler then puts it at the back of the worker's local queue.
+    ///
+    /// A panic is caught, logged and counted; the runnable is then dropped
+    /// (as if it returned `Done`) and the worker goes on.
+    fn run(self: Arc<Self>, budget: &mut Budget) -> RunOutcome;
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[must_use]
+pub enum RunOutcome {
+    /// The runnable released itself; the scheduler forgets it.
+    Done,
+    /// The runnable used its budget and has more work: requeue it at the back
+    /// of the local queue (never the LIFO slot, so it cannot starve others).
+    Yield,
+}
+
+/// How much work one run may do before it yields.
+///
+/// The scheduler gives each run a budget of `throughput` units
+/// ([`crate::Builder::throughput`]); a runnable spends one per message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Budget {
+    remaining: u32,
+}
+
+impl Budget {
+    /// A budget of `units`.
+    pub fn new(units: u32) -> Budget {
+        Budget { remaining: units }
+    }
+
+    /// Units left.
+    pub fn remaining(&self) -> u32 {
+        self.remaining
+    }
+
+    /// Spends one unit if there is one. Returns `false` when the budget is
+    /// already exhausted (the caller should stop and yield).
+    #[inline]
+    pub fn consume(&mut self) -> bool {
+        if self.remaining == 0 {
+            return false;
+        }
+        self.remaining -= 1;
+        true
+    }
+
+    /// Whether no units are left.
+    pub fn is_exhausted(&self) -> bool {
+        self.remaining == 0
+    }
+}

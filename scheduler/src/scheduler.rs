@@ -1,0 +1,396 @@
+//! The pool: [`Scheduler`] (owns the threads), [`Handle`] (submits from
+//! anywhere), and quiesce.
+
+use crate::config::BuildError;
+use crate::config::Builder;
+use crate::idle::Idle;
+use crate::metrics::{Counters, Metrics};
+use crate::pin::{self, Pinning};
+use crate::runnable::Runnable;
+use crate::sync::{lock, thread, Arc, AtomicBool, Condvar, Mutex, Ordering};
+use crate::timer::{TimerShared, TimerThread};
+use crate::worker;
+use crossbeam_deque::{Injector, Stealer, Worker as Deque};
+use crossbeam_utils::CachePadded;
+use std::fmt;
+use std::time::Instant;
+
+/// A submission, as the queues hold it.
+pub(crate) type Job = Arc<dyn Runnable>;
+
+/// State shared by the workers, the timer thread and every [`Handle`].
+pub(crate) struct Shared {
+    /// Submissions from outside the workers. Lock-free (crossbeam).
+    pub(crate) injector: Injector<Job>,
+    /// One per worker, by index; worker `i` steals from the others.
+    pub(crate) stealers: Box<[Stealer<Job>]>,
+    pub(crate) idle: Idle,
+    /// One per worker, by index; each written only by its worker.
+    pub(crate) counters: Box<[CachePadded<Counters>]>,
+    pub(crate) throughput: u32,
+    /// Set once by quiesce; read by external submitters, which are then
+    /// refused.
+    closed: CachePadded<AtomicBool>,
+    /// Set (under `quiesce_lock`) while a quiesce waits for the workers to
+    /// park; read by the last worker to park.
+    quiescing: AtomicBool,
+    quiesce_lock: Mutex<()>,
+    quiesce_cv: Condvar,
+    pub(crate) timers: Arc<TimerShared>,
+}
+
+impl Shared {
+    /// Whether any queue other workers can take from holds work (the
+    /// re-check a worker does after announcing that it parks).
+    pub(crate) fn has_shared_work(&self) -> bool {
+        !self.injector.is_empty() || self.stealers.iter().any(|s| !s.is_empty())
+    }
+
+    /// Called by a worker that parked and saw that no worker is unparked.
+    pub(crate) fn all_parked(&self) {
+        // SeqCst: the worker's half of a Dekker pair with `quiesce`, which
+        // stores `quiescing` (SeqCst) and then reads the idle state (SeqCst);
+        // this worker decremented the state (SeqCst) before this load. One
+        // of the two sees the other.
+        if self.quiescing.load(Ordering::SeqCst) {
+            let _held = lock(&self.quiesce_lock);
+            self.quiesce_cv.notify_all();
+        }
+    }
+
+    /// Submits from outside the workers of this scheduler.
+    fn submit_external(&self, job: Job) -> Result<(), SubmitError> {
+        // Acquire: pairs with the SeqCst store in `quiesce`; a refused
+        // submitter hands the runnable back.
+        if self.closed.load(Ordering::Acquire) {
+            return Err(SubmitError(job));
+        }
+        self.injector.push(job);
+        self.idle.notify_one();
+        Ok(())
+    }
+
+    #[inline]
+    pub(crate) fn submit(self: &Arc<Self>, job: Job) -> Result<(), SubmitError> {
+        worker::with_current(|local| match local {
+            Some(local) if Arc::ptr_eq(&local.shared, self) => {
+                local.push_lifo(job);
+                Ok(())
+            }
+            _ => self.submit_external(job),
+        })
+    }
+
+    fn queued(&self) -> usize {
+        self.injector.len() + self.stealers.iter().map(Stealer::len).sum::<usize>()
+    }
+}
+
+/// The submission was refused because the scheduler is quiescing or shut
+/// down; the runnable is handed back.
+pub struct SubmitError(pub Arc<dyn Runnable>);
+
+impl SubmitError {
+    /// The refused runnable.
+    pub fn into_inner(self) -> Arc<dyn Runnable> {
+        self.0
+    }
+}
+
+impl fmt::Debug for SubmitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SubmitError(..)")
+    }
+}
+
+impl fmt::Display for SubmitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("submitting on a closed scheduler")
+    }
+}
+
+impl std::error::Error for SubmitError {}
+
+/// A cheap, cloneable, `Send + Sync` handle to a [`Scheduler`]: submit
+/// runnables, spawn futures, set timers, read metrics, from any thread
+/// (including from inside runnables).
+#[derive(Clone)]
+pub struct Handle {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl fmt::Debug for Handle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Handle")
+            .field("workers", &self.num_workers())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Handle {
+    /// The handle of the scheduler whose worker is running this code, if
+    /// any.
+    pub fn current() -> Option<Handle> {
+        worker::with_current(|local| {
+            local.map(|l| Handle {
+                shared: Arc::clone(&l.shared),
+            })
+        })
+    }
+
+    /// Submits a runnable. From one of this scheduler's workers it goes to
+    /// that worker's LIFO slot (displacing the previous occupant to the
+    /// local queue); from anywhere else to the global injector. No lock and
+    /// no allocation, except that waking a parked worker takes the sleeper
+    /// lock.
+    ///
+    /// Refused (the runnable is handed back) from outside the workers once
+    /// [`Scheduler::quiesce`] has started.
+    #[inline]
+    pub fn submit(&self, runnable: Arc<dyn Runnable>) -> Result<(), SubmitError> {
+        self.shared.submit(runnable)
+    }
+
+    /// The number of workers.
+    pub fn num_workers(&self) -> usize {
+        self.shared.stealers.len()
+    }
+
+    /// Workers parked right now (a racy snapshot).
+    pub fn parked_workers(&self) -> usize {
+        self.num_workers() - self.shared.idle.snapshot().unparked
+    }
+
+    /// Whether the scheduler refuses external submissions (it is quiescing
+    /// or shut down).
+    pub fn is_closed(&self) -> bool {
+        // Acquire: pairs with the SeqCst store in `quiesce`.
+        self.shared.closed.load(Ordering::Acquire)
+    }
+
+    /// Whether the workers have been told to stop (the last step of a
+    /// quiesce, or a drop): they finish their current run and exit.
+    pub fn is_shut_down(&self) -> bool {
+        self.shared.idle.is_shutdown()
+    }
+
+    /// A snapshot of every worker's counters.
+    pub fn metrics(&self) -> Metrics {
+        Metrics {
+            workers: self.shared.counters.iter().map(|c| c.snapshot()).collect(),
+        }
+    }
+}
+
+/// What [`Scheduler::quiesce`] left behind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct QuiesceReport {
+    /// Whether every queue was empty and every worker parked before the
+    /// deadline.
+    pub drained: bool,
+    /// Runnables still queued when the workers stopped (they were dropped;
+    /// a dropped future task completes its join handle as cancelled).
+    pub runnables_left: usize,
+    /// Timers neither fired nor cancelled (dropped without firing).
+    pub timers_pending: usize,
+    /// Worker threads joined.
+    pub workers_joined: usize,
+    /// Panics caught over the scheduler's life.
+    pub panics: u64,
+}
+
+/// A pool of worker threads running [`Runnable`]s, plus a timer thread.
+///
+/// Dropping it shuts it down at once (like a quiesce whose deadline has
+/// passed) and joins every thread.
+pub struct Scheduler {
+    handle: Handle,
+    workers: Vec<thread::JoinHandle<usize>>,
+    timer: Option<TimerThread>,
+    pinning: Vec<Pinning>,
+}
+
+impl fmt::Debug for Scheduler {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Scheduler")
+            .field("workers", &self.workers.len())
+            .field("pinning", &self.pinning)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Scheduler {
+    /// A builder with the defaults.
+    pub fn builder() -> Builder {
+        Builder::new()
+    }
+
+    /// A scheduler with the defaults (see [`Builder::new`]).
+    pub fn new() -> Result<Scheduler, BuildError> {
+        Builder::new().build()
+    }
+
+    pub(crate) fn start(config: Builder, workers: usize) -> Result<Scheduler, BuildError> {
+        let deques: Vec<Deque<Job>> = (0..workers).map(|_| Deque::new_fifo()).collect();
+        let shared = Arc::new(Shared {
+            injector: Injector::new(),
+            stealers: deques.iter().map(Deque::stealer).collect(),
+            idle: Idle::new(workers),
+            counters: (0..workers).map(|_| CachePadded::default()).collect(),
+            throughput: config.throughput,
+            closed: CachePadded::new(AtomicBool::new(false)),
+            quiescing: AtomicBool::new(false),
+            quiesce_lock: Mutex::new(()),
+            quiesce_cv: Condvar::new(),
+            timers: Arc::new(TimerShared::new()),
+        });
+        let handle = Handle {
+            shared: Arc::clone(&shared),
+        };
+        let mut scheduler = Scheduler {
+            handle,
+            workers: Vec::with_capacity(workers),
+            timer: None,
+            pinning: Vec::with_capacity(workers),
+        };
+        let timer_name = format!("{}-timer", config.thread_name);
+        scheduler.timer = Some(
+            TimerThread::spawn(Arc::clone(&shared), timer_name.clone()).map_err(|source| {
+                BuildError::Spawn {
+                    name: timer_name,
+                    source,
+                }
+            })?,
+        );
+        let cores = if config.pin_workers {
+            core_affinity::get_core_ids()
+        } else {
+            None
+        };
+        let (pin_tx, pin_rx) = std::sync::mpsc::channel::<(usize, Pinning)>();
+        for (index, deque) in deques.into_iter().enumerate() {
+            let shared = Arc::clone(&shared);
+            let pin_tx = pin_tx.clone();
+            let pin = config.pin_workers;
+            let cores = cores.clone();
+            let name = format!("{}-{index}", config.thread_name);
+            let spawned = thread::Builder::new().name(name.clone()).spawn(move || {
+                let pinning = pin::pin_current(index, pin, cores.as_deref());
+                // The builder waits for this; if it is gone, nobody cares.
+                let _ = pin_tx.send((index, pinning));
+                drop(pin_tx);
+                worker::run(shared, index, deque)
+            });
+            match spawned {
+                Ok(join) => scheduler.workers.push(join),
+                // Dropping `scheduler` shuts down the workers started so far.
+                Err(source) => return Err(BuildError::Spawn { name, source }),
+            }
+        }
+        drop(pin_tx);
+        let mut pinning = vec![None; workers];
+        for (index, p) in pin_rx.iter() {
+            pinning[index] = Some(p);
+        }
+        scheduler.pinning = pinning
+            .into_iter()
+            .map(|p| p.expect("every worker reports its pinning before it runs"))
+            .collect();
+        pin::report(&scheduler.pinning);
+        Ok(scheduler)
+    }
+
+    /// The handle to submit, spawn and set timers with.
+    pub fn handle(&self) -> &Handle {
+        &self.handle
+    }
+
+    /// Where each worker runs, by worker index.
+    pub fn pinning(&self) -> &[Pinning] {
+        &self.pinning
+    }
+
+    /// Stops taking external submissions and timers, runs until every queue
+    /// is empty and every worker parked or until `deadline`, then stops and
+    /// joins every worker thread and reports what was left.
+    ///
+    /// Runs already under way are not interrupted: a runnable that never
+    /// returns keeps its worker (and this call) waiting. Do not call this on
+    /// one of the scheduler's own workers: that worker is not joined (it
+    /// exits after the current run) and is not counted in the report.
+    pub fn quiesce(mut self, deadline: Instant) -> QuiesceReport {
+        self.shutdown(deadline)
+    }
+
+    fn shutdown(&mut self, deadline: Instant) -> QuiesceReport {
+        let shared = Arc::clone(&self.handle.shared);
+        // SeqCst: orders the refusal of external submissions before the
+        // emptiness checks below (pairs with the Acquire in submit).
+        shared.closed.store(true, Ordering::SeqCst);
+        let timers_pending = self.timer.take().map_or(0, TimerThread::stop);
+        let drained = {
+            let mut held = lock(&shared.quiesce_lock);
+            // SeqCst: Dekker pair with `Shared::all_parked` (see there).
+            shared.quiescing.store(true, Ordering::SeqCst);
+            loop {
+                // State, queues, state again: a worker that announced its
+                // park, then found work in its re-check, takes itself off
+                // the sleepers (state) before it takes the work (queues), so
+                // it cannot slip between the two state reads unseen.
+                if shared.idle.snapshot().unparked == 0
+                    && !shared.has_shared_work()
+                    && shared.idle.snapshot().unparked == 0
+                {
+                    break true;
+                }
+                let now = Instant::now();
+                if now >= deadline {
+                    break false;
+                }
+                held = shared
+                    .quiesce_cv
+                    .wait_timeout(held, deadline - now)
+                    .map(|(g, _)| g)
+                    .unwrap_or_else(|e| e.into_inner().0);
+            }
+        };
+        shared.idle.shutdown();
+        let me = thread::current().id();
+        let mut runnables_left = 0;
+        let mut workers_joined = 0;
+        for join in self.workers.drain(..) {
+            if join.thread().id() == me {
+                continue;
+            }
+            match join.join() {
+                Ok(left) => runnables_left += left,
+                Err(_) => tracing::error!("a scheduler worker thread panicked outside a run"),
+            }
+            workers_joined += 1;
+        }
+        // Only the injector is left to empty; the deques were emptied by
+        // their workers on exit.
+        runnables_left += shared.queued();
+        while !shared.injector.steal().is_empty() {}
+        let report = QuiesceReport {
+            drained,
+            runnables_left,
+            timers_pending,
+            workers_joined,
+            panics: self.handle.metrics().total().panics,
+        };
+        if !drained || runnables_left > 0 || timers_pending > 0 {
+            tracing::warn!(?report, "scheduler quiesced with work left");
+        }
+        report
+    }
+}
+
+impl Drop for Scheduler {
+    fn drop(&mut self) {
+        if !self.workers.is_empty() || self.timer.is_some() {
+            let _ = self.shutdown(Instant::now());
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! The one door through which this crate reaches concurrency primitives.
+//!
+//! Under `--cfg loom` the atomics, `Arc`, `Mutex`/`Condvar` and threads map to loom's checked versions, so the models in `loom-tests/`
+//! explore every interleaving of the park/unpark handshake ([`crate::idle`]);
+//! otherwise they map to `std`. Nothing else in the crate imports
+//! `std::sync::atomic`, `std::sync::{Mutex, Condvar}`, `std::thread` or
+//! `std::cell::UnsafeCell` directly.
+//!
+//! Only the idle/park modules compile under loom: the rest of the crate sits
+//! on crossbeam-deque, which is not loom-aware, and hands out
+//! `std::sync::Arc<dyn Runnable>`, which loom's `Arc` cannot unsize.
+
+#[cfg(loom)]
+pub(crate) use loom::{
+    sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering},
+    sync::{Condvar, Mutex, MutexGuard},
+};
+
+#[cfg(not(loom))]
+pub(crate) use std::{
+    sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering},
+    sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock},
+    thread,
+};
+
+#[cfg(not(loom))]
+pub(crate) use self::std_cell::UnsafeCell;
+
+/// Locks `mutex`, ignoring poisoning.
+///
+/// Every mutex in this crate guards plain bookkeeping (a sleeper list, a
+/// flag, a slot) that stays consistent even if a thread panicked while
+/// holding it, because no code that can panic runs under these locks.
+#[cfg(not(loom))]
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Locks `mutex` (loom's mutex does not poison).
+#[cfg(loom)]
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().expect("loom mutexes are never poisoned")
+}
+
+/// Waits on `condvar`, ignoring poisoning (see [`lock`]).
+#[cfg(not(loom))]
+pub(crate) fn wait<'a, T>(condvar: &Condvar, guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
+    condvar
+        .wait(guard)
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Waits on `condvar` (loom's mutex does not poison).
+#[cfg(loom)]
+pub(crate) fn wait<'a, T>(condvar: &Condvar, guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
+    condvar
+        .wait(guard)
+        .expect("loom mutexes are never poisoned")
+}
+
+#[cfg(not(loom))]
+mod std_cell {
+    /// `std::cell::UnsafeCell` with loom's closure-based API, so the same code
+    /// compiles both ways (the pattern of tokio's `loom/std/unsafe_cell.rs`).
+    #[derive(Debug)]
+    pub(crate) struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
+
+    impl<T> UnsafeCell<T> {
+        pub(crate) const fn new(value: T) -> UnsafeCell<T> {
+            UnsafeCell(std::cell::UnsafeCell::new(value))
+        }
+
+        /// Runs `f` with an exclusive raw pointer to the contents.
+        #[inline(always)]
+        pub(crate) fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+            f(self.0.get())
+        }
+    }
+}

@@ -1,0 +1,391 @@
+//! Timers: callbacks and wake-ups after a delay, on a hashed wheel driven by
+//! one timer thread, so no worker ever blocks on time.
+//!
+//! `schedule` allocates one entry, pushes it onto a lock-free intake queue
+//! and, only if the timer thread sleeps past the new deadline, unparks it:
+//! O(1), no lock. `cancel` is one compare-and-swap (the entry is dropped
+//! lazily when its slot comes up). The timer thread moves new entries into
+//! its [`Wheel`], advances it every millisecond that has something due, and
+//! sleeps until the next occupied slot otherwise. A due callback is submitted
+//! to the scheduler's injector (it runs on a worker, never on the timer
+//! thread); a due [`Sleep`] has its waker woken.
+
+use crate::runnable::{Budget, RunOutcome, Runnable};
+use crate::scheduler::{Handle, Shared};
+use crate::sync::{
+    fence, lock, thread, Arc, AtomicBool, AtomicU64, AtomicUsize, Mutex, OnceLock, Ordering,
+};
+use crate::wheel::{Deadline, Wheel, MAX_TICKS};
+use crossbeam_deque::{Injector, Steal};
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+/// The longest the timer thread sleeps in one go.
+const MAX_SLEEP: Duration = Duration::from_secs(3600);
+
+/// Entry states.
+const PENDING: usize = 0;
+const FIRED: usize = 1;
+const CANCELLED: usize = 2;
+
+/// What a due timer does.
+enum Action {
+    /// Run this callback on a worker.
+    Callback(Box<dyn FnOnce() + Send>),
+    /// Wake this waker (a [`Sleep`]); `None` until first polled.
+    Wake(Option<Waker>),
+    /// Taken (fired or cancelled).
+    Gone,
+}
+
+pub(crate) struct TimerEntry {
+    /// Deadline in ticks (milliseconds since the scheduler started).
+    when: u64,
+    /// `PENDING`, then `FIRED` or `CANCELLED`; written once, by whoever wins
+    /// the compare-and-swap from `PENDING` (the timer thread or a canceller).
+    state: AtomicUsize,
+    /// Taken by the winner of `state`; a [`Sleep`] also updates its waker.
+    action: Mutex<Action>,
+}
+
+impl Deadline for Arc<TimerEntry> {
+    fn when(&self) -> u64 {
+        self.when
+    }
+}
+
+impl TimerEntry {
+    fn state(&self) -> usize {
+        // Acquire: pairs with the AcqRel compare-and-swap in `transition`,
+        // so a reader that sees FIRED sees what the firer did before.
+        self.state.load(Ordering::Acquire)
+    }
+
+    /// PENDING -> `to`; true for the one winner.
+    fn transition(&self, to: usize) -> bool {
+        // AcqRel: the winner acquires the scheduling thread's writes (the
+        // action) and releases its own to later `state` readers.
+        self.state
+            .compare_exchange(PENDING, to, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+}
+
+/// A due callback runs as a runnable on a worker.
+impl Runnable for TimerEntry {
+    fn run(self: Arc<Self>, _budget: &mut Budget) -> RunOutcome {
+        let action = std::mem::replace(&mut *lock(&self.action), Action::Gone);
+        if let Action::Callback(f) = action {
+            f();
+        }
+        RunOutcome::Done
+    }
+}
+
+/// Timer state shared between the scheduler, handles and the timer thread.
+pub(crate) struct TimerShared {
+    start: Instant,
+    /// New entries, lock-free; drained by the timer thread.
+    intake: Injector<Arc<TimerEntry>>,
+    /// The tick the timer thread sleeps until (`u64::MAX`: indefinitely).
+    /// Written only by the timer thread; read by `schedule`.
+    sleeping_until: AtomicU64,
+    /// Timers neither fired nor cancelled. Written by `schedule` (+1) and
+    /// by the winner of an entry's state (-1).
+    pending: AtomicUsize,
+    /// Set once by `TimerThread::stop`.
+    stopped: AtomicBool,
+    thread: OnceLock<thread::Thread>,
+}
+
+impl TimerShared {
+    pub(crate) fn new() -> TimerShared {
+        TimerShared {
+            start: Instant::now(),
+            intake: Injector::new(),
+            sleeping_until: AtomicU64::new(u64::MAX),
+            pending: AtomicUsize::new(0),
+            stopped: AtomicBool::new(false),
+            thread: OnceLock::new(),
+        }
+    }
+
+    /// Milliseconds since start, rounded down.
+    fn now_ticks(&self) -> u64 {
+        self.start.elapsed().as_millis() as u64
+    }
+
+    /// The first tick at or after `now + delay` (rounded up, so a timer
+    /// never fires early).
+    fn deadline_after(&self, delay: Duration) -> u64 {
+        let at = self.start.elapsed().saturating_add(delay);
+        let ticks = u64::try_from(at.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX);
+        let now = self.now_ticks();
+        ticks.clamp(now, now + MAX_TICKS)
+    }
+
+    fn insert(&self, delay: Duration, action: Action) -> Arc<TimerEntry> {
+        let entry = Arc::new(TimerEntry {
+            when: self.deadline_after(delay),
+            state: AtomicUsize::new(PENDING),
+            action: Mutex::new(action),
+        });
+        // Relaxed: a count for the quiesce report; no memory depends on it.
+        self.pending.fetch_add(1, Ordering::Relaxed);
+        self.intake.push(Arc::clone(&entry));
+        // SeqCst fence: Dekker pair with the timer thread, which stores
+        // `sleeping_until`, fences, then re-checks `intake`. Either it sees
+        // this entry, or this load sees its new sleep target.
+        fence(Ordering::SeqCst);
+        if entry.when < self.sleeping_until.load(Ordering::SeqCst) {
+            if let Some(t) = self.thread.get() {
+                t.unpark();
+            }
+        }
+        entry
+    }
+
+    fn cancel(&self, entry: &TimerEntry) -> bool {
+        if entry.transition(CANCELLED) {
+            // Relaxed: see `insert`.
+            self.pending.fetch_sub(1, Ordering::Relaxed);
+            let action = std::mem::replace(&mut *lock(&entry.action), Action::Gone);
+            drop(action);
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// The timer thread and how to stop it.
+pub(crate) struct TimerThread {
+    shared: Arc<Shared>,
+    /// Returns the number of timers it dropped unfired when it stopped.
+    join: thread::JoinHandle<usize>,
+}
+
+impl TimerThread {
+    pub(crate) fn spawn(shared: Arc<Shared>, name: String) -> std::io::Result<TimerThread> {
+        let for_thread = Arc::clone(&shared);
+        let join = thread::Builder::new()
+            .name(name)
+            .spawn(move || timer_loop(&for_thread))?;
+        // Set before any handle exists outside the scheduler's builder, so
+        // every `schedule` finds it.
+        let _ = shared.timers.thread.set(join.thread().clone());
+        Ok(TimerThread { shared, join })
+    }
+
+    /// Stops and joins the timer thread; returns the timers left pending
+    /// (they are cancelled: dropped without firing).
+    pub(crate) fn stop(self) -> usize {
+        let timers = &self.shared.timers;
+        // Release: pairs with the Acquire load in `timer_loop`.
+        timers.stopped.store(true, Ordering::Release);
+        self.join.thread().unpark();
+        let mut left = self.join.join().unwrap_or_else(|_| {
+            tracing::error!("the scheduler's timer thread panicked");
+            0
+        });
+        loop {
+            match timers.intake.steal() {
+                Steal::Success(e) => left += usize::from(timers.cancel(&e)),
+                Steal::Empty => break,
+                Steal::Retry => {}
+            }
+        }
+        left
+    }
+}
+
+fn timer_loop(shared: &Arc<Shared>) -> usize {
+    let timers = &*shared.timers;
+    let mut wheel: Wheel<Arc<TimerEntry>> = Wheel::new();
+    let fire = |entry: Arc<TimerEntry>| fire(shared, entry);
+    loop {
+        // Acquire: pairs with the Release store in `TimerThread::stop`.
+        if timers.stopped.load(Ordering::Acquire) {
+            break;
+        }
+        loop {
+            match timers.intake.steal() {
+                Steal::Success(e) => {
+                    if e.state() == PENDING {
+                        if let Err(due) = wheel.insert(e) {
+                            fire(due);
+                        }
+                    }
+                }
+                Steal::Empty => break,
+                Steal::Retry => {}
+            }
+        }
+        let now = timers.now_ticks();
+        wheel.advance(now, fire);
+        let next = wheel.next_deadline();
+        // SeqCst store + fence: the timer thread's half of the Dekker pair
+        // with `TimerShared::insert` (publish the sleep target, then
+        // re-check the intake).
+        timers
+            .sleeping_until
+            .store(next.unwrap_or(u64::MAX), Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        if !timers.intake.is_empty() {
+            continue;
+        }
+        match next {
+            None => thread::park(),
+            Some(tick) => {
+                let at = timers.start + Duration::from_millis(tick);
+                let now = Instant::now();
+                if at > now {
+                    // Capped: a wheel slot years away is re-checked hourly
+                    // rather than trusting one enormous timeout.
+                    thread::park_timeout((at - now).min(MAX_SLEEP));
+                }
+            }
+        }
+    }
+    // Dropped without firing, and counted for the quiesce report.
+    wheel
+        .drain()
+        .filter(|entry| shared.timers.cancel(entry))
+        .count()
+}
+
+fn fire(shared: &Arc<Shared>, entry: Arc<TimerEntry>) {
+    if !entry.transition(FIRED) {
+        return; // cancelled
+    }
+    // Relaxed: see `TimerShared::insert`.
+    shared.timers.pending.fetch_sub(1, Ordering::Relaxed);
+    let waker = match &mut *lock(&entry.action) {
+        Action::Wake(w) => Some(w.take()),
+        _ => None,
+    };
+    match waker {
+        Some(Some(w)) => w.wake(),
+        Some(None) => {} // a `Sleep` not polled yet; its first poll sees FIRED
+        None => {
+            // The timer thread is not a worker: this goes to the injector.
+            if shared.submit(entry).is_err() {
+                tracing::debug!("timer fired on a closed scheduler; callback dropped");
+            }
+        }
+    }
+}
+
+/// A handle on a scheduled callback: cancel it, or ask whether it fired.
+/// Dropping the handle does not cancel the timer.
+pub struct TimerHandle {
+    entry: Arc<TimerEntry>,
+    timers: Arc<TimerShared>,
+}
+
+impl fmt::Debug for TimerHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TimerHandle")
+            .field("deadline_ms", &self.entry.when)
+            .field("fired", &self.is_fired())
+            .finish()
+    }
+}
+
+impl TimerHandle {
+    /// Cancels the timer. Returns `true` if it had neither fired nor been
+    /// cancelled (the callback is then dropped without running).
+    pub fn cancel(&self) -> bool {
+        self.timers.cancel(&self.entry)
+    }
+
+    /// Whether the timer has fired (its callback was handed to a worker).
+    pub fn is_fired(&self) -> bool {
+        self.entry.state() == FIRED
+    }
+}
+
+impl Handle {
+    /// Runs `callback` on a worker once `delay` has passed (millisecond
+    /// resolution, never early). O(1); never blocks.
+    pub fn schedule(
+        &self,
+        delay: Duration,
+        callback: impl FnOnce() + Send + 'static,
+    ) -> TimerHandle {
+        let timers = &self.shared.timers;
+        let entry = timers.insert(delay, Action::Callback(Box::new(callback)));
+        TimerHandle {
+            entry,
+            timers: Arc::clone(timers),
+        }
+    }
+
+    /// A future that completes once `delay` has passed. Works on any
+    /// executor; dropping it cancels the timer.
+    pub fn sleep(&self, delay: Duration) -> Sleep {
+        let timers = &self.shared.timers;
+        let entry = timers.insert(delay, Action::Wake(None));
+        Sleep {
+            entry,
+            timers: Arc::clone(timers),
+        }
+    }
+
+    /// Timers neither fired nor cancelled.
+    pub fn timers_pending(&self) -> usize {
+        // Relaxed: a statistic.
+        self.shared.timers.pending.load(Ordering::Relaxed)
+    }
+}
+
+/// The future of [`Handle::sleep`].
+#[must_use = "futures do nothing unless polled"]
+pub struct Sleep {
+    entry: Arc<TimerEntry>,
+    timers: Arc<TimerShared>,
+}
+
+impl fmt::Debug for Sleep {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sleep")
+            .field("deadline_ms", &self.entry.when)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Future for Sleep {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.entry.state() == FIRED {
+            return Poll::Ready(());
+        }
+        {
+            let mut action = lock(&self.entry.action);
+            if let Action::Wake(w) = &mut *action {
+                match w {
+                    Some(w) if w.will_wake(cx.waker()) => {}
+                    _ => *w = Some(cx.waker().clone()),
+                }
+            }
+        }
+        // Re-check after registering: the firer sets FIRED before it takes
+        // the waker under the same lock, so either it took ours or we see
+        // FIRED here.
+        if self.entry.state() == FIRED {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    }
+}
+
+impl Drop for Sleep {
+    fn drop(&mut self) {
+        self.timers.cancel(&self.entry);
+    }
+}

@@ -1,0 +1,335 @@
+//! A worker thread: its queues, the find-work order, the run loop, and the
+//! thread-local pointer that lets code running on a worker find it.
+
+use crate::config::INJECTOR_INTERVAL;
+use crate::idle::Unparked;
+use crate::metrics::Counters;
+use crate::runnable::{Budget, RunOutcome};
+use crate::scheduler::{Job, Shared};
+use crate::sync::Arc;
+use crossbeam_deque::{Steal, Worker as Deque};
+use crossbeam_utils::Backoff;
+use std::any::Any;
+use std::cell::Cell;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr;
+
+/// How many times in a row the LIFO slot may be served before its occupant
+/// goes to the back of the local queue (so two runnables waking each other
+/// cannot starve the rest). tokio uses 3.
+const LIFO_STREAK_LIMIT: u32 = 3;
+
+/// How many find-work rounds a searching worker makes before it parks.
+const SEARCH_ROUNDS: u32 = 4;
+
+/// The identity of a worker thread within its scheduler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct WorkerId(pub(crate) usize);
+
+impl WorkerId {
+    /// The worker's index, `0..workers`.
+    pub fn index(self) -> usize {
+        self.0
+    }
+}
+
+/// The parts of a worker that code running on it may touch (through
+/// [`CURRENT`]): only shared references, and only `Cell`s and the deque's
+/// `&self` methods, so re-entrant submits from inside a run are fine.
+pub(crate) struct Local {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) index: usize,
+    /// The runnable the current run woke last; not stealable.
+    lifo: Cell<Option<Job>>,
+    deque: Deque<Job>,
+}
+
+thread_local! {
+    /// The worker running on this thread, or null. Set by `run` for the
+    /// whole life of the worker loop, to a `Local` on that loop's stack;
+    /// cleared (by `CurrentGuard`) before the `Local` is dropped.
+    static CURRENT: Cell<*const Local> = const { Cell::new(ptr::null()) };
+}
+
+/// Clears [`CURRENT`] on drop, even when unwinding.
+struct CurrentGuard;
+
+impl Drop for CurrentGuard {
+    fn drop(&mut self) {
+        CURRENT.with(|c| c.set(ptr::null()));
+    }
+}
+
+/// Runs `f` with the current worker, if this thread is one.
+#[inline]
+pub(crate) fn with_current<R>(f: impl FnOnce(Option<&Local>) -> R) -> R {
+    CURRENT.with(|c| {
+        let p = c.get();
+        // `CURRENT` is non-null only while `run` executes on this thread, and
+        // points to the `Local` that `run` keeps alive on its stack until
+        // `CurrentGuard` resets it; `Local` is only used through `&` (its
+        // mutable parts are `Cell`s).
+        // SAFETY: the reference does not escape `f`, which runs on this
+        // thread inside that window (see above).
+        let local = unsafe { p.as_ref() };
+        f(local)
+    })
+}
+
+/// The worker this thread is, if it is a scheduler worker.
+pub fn current_worker() -> Option<WorkerId> {
+    with_current(|l| l.map(|l| WorkerId(l.index)))
+}
+
+impl Local {
+    /// Submits from inside a run: into the LIFO slot, displacing the
+    /// previous occupant to the back of the local queue.
+    #[inline]
+    pub(crate) fn push_lifo(&self, job: Job) {
+        if let Some(prev) = self.lifo.replace(Some(job)) {
+            let was_empty = self.deque.is_empty();
+            self.deque.push(prev);
+            // The local queue now has stealable work: wake a sleeper if no
+            // worker is searching. Only on the empty -> non-empty edge: work
+            // that was already queued was announced when it came, and a
+            // worker that parks re-checks every queue anyway, so this is for
+            // parallelism, not liveness (it saves a SeqCst fence per submit
+            // when a run wakes many runnables).
+            if was_empty {
+                self.shared.idle.notify_one();
+            }
+        }
+    }
+
+    fn counters(&self) -> &Counters {
+        &self.shared.counters[self.index]
+    }
+}
+
+/// Logs and counts a panic caught while running `what` on this thread.
+pub(crate) fn report_panic(payload: &(dyn Any + Send), what: &str) {
+    let message = panic_message(payload);
+    with_current(|local| match local {
+        Some(local) => {
+            Counters::bump(&local.counters().panics);
+            tracing::error!(worker = local.index, panic = %message, "{what} panicked");
+        }
+        None => tracing::error!(panic = %message, "{what} panicked off the scheduler"),
+    });
+}
+
+/// The text of a panic payload, when it is a string.
+pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&'static str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "Box<dyn Any>".to_owned()
+    }
+}
+
+/// The worker loop. Returns how many runnables were left in this worker's
+/// own queues when it was told to stop (they are dropped).
+pub(crate) fn run(shared: Arc<Shared>, index: usize, deque: Deque<Job>) -> usize {
+    let local = Local {
+        shared,
+        index,
+        lifo: Cell::new(None),
+        deque,
+    };
+    CURRENT.with(|c| c.set(&local));
+    let _guard = CurrentGuard;
+    let mut state = LoopState {
+        local: &local,
+        tick: 0,
+        lifo_streak: 0,
+        searching: false,
+        rng: XorShift::new(index),
+    };
+    state.main_loop();
+    let mut left = 0;
+    if local.lifo.take().is_some() {
+        left += 1;
+    }
+    while local.deque.pop().is_some() {
+        left += 1;
+    }
+    left
+}
+
+struct LoopState<'a> {
+    local: &'a Local,
+    /// Runs so far, for the periodic injector poll.
+    tick: u32,
+    /// Consecutive runs served from the LIFO slot.
+    lifo_streak: u32,
+    /// Whether this worker is counted as searching in `Idle`.
+    searching: bool,
+    rng: XorShift,
+}
+
+impl LoopState<'_> {
+    fn main_loop(&mut self) {
+        let shared = &*self.local.shared;
+        loop {
+            if let Some(job) = self.next_local() {
+                self.run_job(job);
+                continue;
+            }
+            // Checked here and every `INJECTOR_INTERVAL` runs (in
+            // `next_local`), not on every run: it is a shared cache line.
+            if shared.idle.is_shutdown() {
+                return;
+            }
+            if !self.searching {
+                self.searching = shared.idle.transition_to_searching();
+            }
+            if self.searching {
+                if let Some(job) = self.search() {
+                    self.run_job(job);
+                    continue;
+                }
+            }
+            Counters::bump(&self.local.counters().parks);
+            let outcome = shared.idle.park(
+                self.local.index,
+                self.searching,
+                || shared.has_shared_work(),
+                |unparked| {
+                    if unparked == 0 {
+                        shared.all_parked();
+                    }
+                },
+            );
+            match outcome {
+                Unparked::Shutdown => return,
+                Unparked::WorkFound | Unparked::Notified => self.searching = true,
+            }
+        }
+    }
+
+    /// LIFO slot (at most `LIFO_STREAK_LIMIT` times in a row), then the local
+    /// queue, polling the injector first every `INJECTOR_INTERVAL` runs.
+    #[inline]
+    fn next_local(&mut self) -> Option<Job> {
+        let local = self.local;
+        self.tick = self.tick.wrapping_add(1);
+        if self.tick % INJECTOR_INTERVAL == 0 {
+            if local.shared.idle.is_shutdown() {
+                return None;
+            }
+            if let Some(job) = self.steal_injector() {
+                return Some(job);
+            }
+        }
+        if let Some(job) = local.lifo.take() {
+            if self.lifo_streak < LIFO_STREAK_LIMIT {
+                self.lifo_streak += 1;
+                return Some(job);
+            }
+            // Served from the LIFO slot too often in a row: to the back.
+            local.deque.push(job);
+        }
+        self.lifo_streak = 0;
+        local.deque.pop()
+    }
+
+    fn steal_injector(&mut self) -> Option<Job> {
+        let local = self.local;
+        loop {
+            match local.shared.injector.steal_batch_and_pop(&local.deque) {
+                Steal::Success(job) => {
+                    Counters::bump(&local.counters().injector_pulls);
+                    return Some(job);
+                }
+                Steal::Empty => return None,
+                Steal::Retry => {}
+            }
+        }
+    }
+
+    /// Injector, then every other worker from a random start; a few rounds
+    /// with a spin/snooze backoff between them.
+    fn search(&mut self) -> Option<Job> {
+        let local = self.local;
+        let shared = &*local.shared;
+        let n = shared.stealers.len();
+        let backoff = Backoff::new();
+        for _ in 0..SEARCH_ROUNDS {
+            let mut retry = false;
+            match shared.injector.steal_batch_and_pop(&local.deque) {
+                Steal::Success(job) => {
+                    Counters::bump(&local.counters().injector_pulls);
+                    return Some(job);
+                }
+                Steal::Retry => retry = true,
+                Steal::Empty => {}
+            }
+            let start = self.rng.next_below(n);
+            for k in 0..n {
+                let victim = (start + k) % n;
+                if victim == local.index {
+                    continue;
+                }
+                match shared.stealers[victim].steal_batch_and_pop(&local.deque) {
+                    Steal::Success(job) => {
+                        Counters::bump(&local.counters().steals);
+                        return Some(job);
+                    }
+                    Steal::Retry => retry = true,
+                    Steal::Empty => {}
+                }
+            }
+            if !retry {
+                backoff.snooze();
+            }
+            if shared.idle.is_shutdown() {
+                break;
+            }
+        }
+        None
+    }
+
+    fn run_job(&mut self, job: Job) {
+        let local = self.local;
+        let shared = &*local.shared;
+        if self.searching {
+            self.searching = false;
+            if shared.idle.transition_from_searching() {
+                // The last searcher found work; there may be more.
+                shared.idle.notify_one();
+            }
+        }
+        Counters::bump(&local.counters().runs);
+        let mut budget = Budget::new(shared.throughput);
+        // Kept to requeue on `Yield`: `run` consumes its `Arc`.
+        let again = Arc::clone(&job);
+        match catch_unwind(AssertUnwindSafe(|| job.run(&mut budget))) {
+            Ok(RunOutcome::Done) => {}
+            Ok(RunOutcome::Yield) => {
+                local.deque.push(again);
+                shared.idle.notify_one();
+            }
+            Err(payload) => report_panic(&*payload, "runnable"),
+        }
+    }
+}
+
+/// Victim selection: xorshift64*, seeded per worker. Not cryptographic.
+struct XorShift(u64);
+
+impl XorShift {
+    fn new(seed: usize) -> XorShift {
+        XorShift(0x9E37_79B9_7F4A_7C15 ^ (seed as u64 + 1).wrapping_mul(0xBF58_476D_1CE4_E5B9))
+    }
+
+    fn next_below(&mut self, n: usize) -> usize {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        ((x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32) as usize) % n
+    }
+}
