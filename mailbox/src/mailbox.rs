@@ -47,8 +47,8 @@ pub enum Release {
 }
 
 /// A mailbox: a system lane and a user lane, each a wait-free MPSC queue,
-/// and one run-state word. 128 bytes, in two cache lines: one for senders,
-/// one for the run holder.
+/// and one run-state word. 128 bytes, in two cache lines: one for what
+/// every send touches, one for the run holder (and the rare system sends).
 ///
 /// The protocol:
 ///
@@ -79,11 +79,10 @@ pub enum Release {
 /// ```
 #[repr(C)] // keep the senders' words and the run holder's words apart
 pub struct Mailbox<S, U> {
-    // First cache line: what senders touch.
+    // First cache line: what senders touch on every send.
     /// Run-state bits (see `state.rs`). Senders set `SCHEDULED`; only the
     /// run holder clears it and sets `CLOSED`.
     state: AtomicUsize,
-    system: Head<S>,
     user: Head<U>,
     /// `usize::MAX` for an unbounded user lane.
     capacity: usize,
@@ -98,6 +97,12 @@ pub struct Mailbox<S, U> {
 /// flooded owner's consumer does not share a line with its producers.
 #[repr(align(64))]
 struct Holder<S, U> {
+    /// The system lane's producer end lives here, with the holder, not on
+    /// the senders' line: system messages are rare, while the holder looks at
+    /// this lane (and, when it is empty, at its head) before every message.
+    /// On the senders' line it would be a cache miss per message, because
+    /// every user send writes that line.
+    system_head: Head<S>,
     system: Tail<S>,
     user: Tail<U>,
     /// Read and written only by the run holder; handed from one holder to
@@ -151,11 +156,11 @@ impl<S, U> Mailbox<S, U> {
         let (user_head, user_tail) = ends();
         Mailbox {
             state: AtomicUsize::new(0),
-            system: system_head,
             user: user_head,
             capacity,
             user_len: AtomicUsize::new(0),
             holder: Holder {
+                system_head,
                 system: system_tail,
                 user: user_tail,
                 flags: UnsafeCell::new(HolderFlags {
@@ -184,7 +189,7 @@ impl<S, U> Mailbox<S, U> {
         if self.is_closed() {
             return Err(SendError(msg));
         }
-        self.system.push(msg);
+        self.holder.system_head.push(msg);
         Ok(self.claim_after_push())
     }
 
@@ -307,7 +312,7 @@ impl<S, U> Mailbox<S, U> {
             Pop::Empty
         };
         // SAFETY: as above.
-        match unsafe { self.holder.system.pop(&self.system) } {
+        match unsafe { self.holder.system.pop(&self.holder.system_head) } {
             Pop::Data(m) => return Dequeued::System(m),
             Pop::Inconsistent => return Dequeued::Retry,
             Pop::Empty => {}
@@ -364,7 +369,7 @@ impl<S, U> Mailbox<S, U> {
         // there). A sender that saw SCHEDULED still set relies on us, and its
         // push is visible to the loads below.
         fence(Ordering::SeqCst);
-        let pending = self.system.nonempty_since(system_mark)
+        let pending = self.holder.system_head.nonempty_since(system_mark)
             || (flags.user_lane_open() && self.user.nonempty_since(user_mark));
         if !pending {
             return Release::Idle;
