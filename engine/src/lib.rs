@@ -1,2 +1,81 @@
-//! Placeholder: this layer is built by a later issue.
+//! proscenium: a lock-free, high-throughput actor engine with Akka-grade
+//! supervision.
+//!
+//! Actors are state plus a synchronous handler ([`Actor`]); they run on an
+//! M:N work-stealing scheduler (`proscenium-scheduler`) and receive through
+//! two-lane intrusive mailboxes (`proscenium-mailbox`): lifecycle and
+//! supervision signals on a system lane handled ahead of user messages.
+//! Every actor has a parent that supervises it ([`SupervisorStrategy`]);
+//! any actor can watch any other ([`Context::watch`]); actors stop with
+//! [`ActorId::stop`], a PoisonPill, Kill, or a confirmed
+//! [`graceful_stop`](ActorRef::graceful_stop); undeliverable messages go to
+//! dead letters, which are counted and published on the [`EventStream`].
+//!
+//! ```
+//! use proscenium::prelude::*;
+//! use std::time::Duration;
+//!
+//! struct Greeter { greeted: u32 }
+//! enum Greet { Hello(String, Reply<String>) }
+//!
+//! impl Actor for Greeter {
+//!     type Msg = Greet;
+//!     fn receive(&mut self, _ctx: &mut Context<Self>, msg: Greet) -> Outcome {
+//!         let Greet::Hello(name, reply) = msg;
+//!         self.greeted += 1;
+//!         reply.send(format!("hello, {name} (#{})", self.greeted));
+//!         Ok(())
+//!     }
+//! }
+//!
+//! let system = ActorSystem::builder().workers(2).pin_workers(false).build()?;
+//! let greeter = system.spawn(Props::new(|| Greeter { greeted: 0 }), "greeter")?;
+//! let answer = greeter
+//!     .ask(|reply| Greet::Hello("ada".into(), reply), Duration::from_secs(1))
+//!     .wait()?;
+//! assert_eq!(answer, "hello, ada (#1)");
+//! system.terminate().wait();
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 #![deny(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+#![doc(test(attr(deny(warnings))))]
+
+mod actor;
+mod actor_ref;
+mod ask;
+mod cell;
+mod context;
+mod dead_letters;
+mod driver;
+mod error;
+mod event_stream;
+mod failure;
+mod guardian;
+mod promise;
+mod signal;
+mod supervision;
+mod system;
+
+pub use crate::{
+    actor::{Actor, Props},
+    actor_ref::{ActorId, ActorRef, StopSignal},
+    ask::{Ask, AskError, GracefulStop, Reply},
+    context::Context,
+    dead_letters::{DeadLetter, Kill, PoisonPill},
+    error::{SpawnError, SystemError},
+    event_stream::{EventStream, Subscription},
+    failure::{ActorError, DeathPact, Failure, Killed, Outcome},
+    supervision::{default_decider, Directive, StrategyKind, SupervisorStrategy},
+    system::{ActorSystem, SystemBuilder, Termination, TerminationReport},
+};
+pub use proscenium_mailbox::TrySendError;
+
+/// What most users import: `use proscenium::prelude::*;`.
+pub mod prelude {
+    pub use crate::{
+        Actor, ActorError, ActorId, ActorRef, ActorSystem, AskError, Context, DeadLetter,
+        Directive, Failure, Outcome, Props, Reply, SupervisorStrategy,
+    };
+}

@@ -1,0 +1,189 @@
+//! Request-reply ([`Reply`], [`Ask`], [`AskError`]) and confirmed stops
+//! ([`GracefulStop`]). Both futures work on any executor and offer a
+//! blocking `wait()` for plain threads.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use crate::actor_ref::ActorId;
+use crate::promise::Slot;
+use crate::signal::{SystemMsg, Watcher};
+use crate::system::ActorSystem;
+
+/// Why an [`Ask`] produced no answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum AskError {
+    /// No reply within the timeout. A reply that comes later goes to dead
+    /// letters.
+    #[error("no reply within {0:?}")]
+    Timeout(Duration),
+    /// The request was dropped without a reply: the actor had terminated
+    /// (the request went to dead letters) or dropped the [`Reply`].
+    #[error("the request was dropped without a reply")]
+    NoReply,
+}
+
+type AskSlot<R> = Slot<Result<R, AskError>>;
+
+/// The answering half of an `ask`: put it in the request, and the actor
+/// calls [`send`](Reply::send) once.
+pub struct Reply<R: Send + 'static> {
+    slot: Option<Arc<AskSlot<R>>>,
+    system: ActorSystem,
+}
+
+impl<R: Send + 'static> Reply<R> {
+    /// Answers the request. If the asker already gave up (timed out), the
+    /// answer goes to dead letters.
+    pub fn send(mut self, value: R) {
+        let slot = self.slot.take().expect("a reply is sent at most once");
+        if let Err(Ok(late)) = slot.complete(Ok(value)) {
+            self.system.dead_reply(late);
+        }
+    }
+
+    /// Whether the asker is still waiting (it has not timed out).
+    pub fn is_pending(&self) -> bool {
+        self.slot.as_ref().is_some_and(|s| !s.is_completed())
+    }
+}
+
+impl<R: Send + 'static> Drop for Reply<R> {
+    fn drop(&mut self) {
+        if let Some(slot) = self.slot.take() {
+            let _ = slot.complete(Err(AskError::NoReply));
+        }
+    }
+}
+
+impl<R: Send + 'static> fmt::Debug for Reply<R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Reply")
+            .field("pending", &self.is_pending())
+            .finish()
+    }
+}
+
+/// The future answer of [`ActorRef::ask`](crate::ActorRef::ask).
+#[must_use = "an ask does nothing useful unless its answer is awaited or waited for"]
+pub struct Ask<R> {
+    slot: Arc<AskSlot<R>>,
+    taken: bool,
+}
+
+impl<R> Ask<R> {
+    /// Blocks this thread until the answer, the timeout or the drop of the
+    /// request. Do not call it from an actor's handler.
+    pub fn wait(mut self) -> Result<R, AskError> {
+        self.taken = true;
+        self.slot.wait_take()
+    }
+}
+
+impl<R> Future for Ask<R> {
+    type Output = Result<R, AskError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let polled = self.slot.poll_take(cx);
+        if polled.is_ready() {
+            self.taken = true;
+        }
+        polled
+    }
+}
+
+impl<R> Drop for Ask<R> {
+    fn drop(&mut self) {
+        if !self.taken {
+            self.slot.cancel_timer();
+        }
+    }
+}
+
+impl<R> fmt::Debug for Ask<R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Ask")
+            .field("completed", &self.slot.is_completed())
+            .finish()
+    }
+}
+
+/// A reply slot with its timeout armed.
+pub(crate) fn request<R: Send + 'static>(
+    system: &ActorSystem,
+    timeout: Duration,
+) -> (Reply<R>, Ask<R>) {
+    let slot: Arc<AskSlot<R>> = Arc::new(Slot::new());
+    let on_timeout = Arc::clone(&slot);
+    let timer = system.scheduler_handle().schedule(timeout, move || {
+        let _ = on_timeout.complete(Err(AskError::Timeout(timeout)));
+    });
+    slot.set_timer(timer);
+    (
+        Reply {
+            slot: Some(Arc::clone(&slot)),
+            system: system.clone(),
+        },
+        Ask { slot, taken: false },
+    )
+}
+
+/// The future of a graceful stop: `true` once the actor has terminated,
+/// `false` if it had not after the timeout.
+#[must_use = "a graceful stop's confirmation is only useful if awaited or waited for"]
+pub struct GracefulStop {
+    slot: Arc<Slot<bool>>,
+}
+
+impl GracefulStop {
+    /// Blocks this thread until the actor terminated (`true`) or the
+    /// timeout passed (`false`). Do not call it from an actor's handler.
+    pub fn wait(self) -> bool {
+        self.slot.wait_clone(None).unwrap_or(false)
+    }
+}
+
+impl Future for GracefulStop {
+    type Output = bool;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<bool> {
+        self.slot.poll_clone(cx)
+    }
+}
+
+impl fmt::Debug for GracefulStop {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GracefulStop")
+            .field("completed", &self.slot.is_completed())
+            .finish()
+    }
+}
+
+/// Watches `target` with a callback and arms the timeout; the caller then
+/// sends the stop signal. The watch goes first, on the system lane, so it
+/// is registered before any user-lane stop signal is handled, and a target
+/// that is already dead answers it at once.
+pub(crate) fn graceful_stop_watch(target: &ActorId, timeout: Duration) -> GracefulStop {
+    let slot = Arc::new(Slot::new());
+    let on_stop = Arc::clone(&slot);
+    target.send_system(SystemMsg::Watch(Watcher::Callback(Box::new(move || {
+        let _ = on_stop.complete(true);
+    }))));
+    if !slot.is_completed() {
+        let on_timeout = Arc::clone(&slot);
+        let timer = target
+            .cell()
+            .core()
+            .system
+            .scheduler_handle()
+            .schedule(timeout, move || {
+                let _ = on_timeout.complete(false);
+            });
+        slot.set_timer(timer);
+    }
+    GracefulStop { slot }
+}

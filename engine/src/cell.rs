@@ -1,0 +1,267 @@
+//! The actor cell: a two-lane mailbox, the parts of an actor every thread
+//! may read ([`CellCore`]), and the run holder's part (the driver), run as
+//! a [`Runnable`] on the scheduler.
+
+use std::cell::UnsafeCell;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use proscenium_mailbox::{Enqueued, Mailbox, Release, SendError, TrySendError};
+use proscenium_scheduler::{Budget, RunOutcome, Runnable};
+
+use crate::actor_ref::ActorId;
+use crate::signal::{AutoMsg, Envelope, SystemMsg, Watcher};
+use crate::supervision::RestartStats;
+use crate::system::ActorSystem;
+
+/// The run holder's side of a cell: the actor, its lifecycle state machine
+/// and its context. Implemented by `Driver<A>` for every actor type.
+pub(crate) trait Drive<M: Send + 'static>: Send {
+    /// Handles messages until the budget is used (`Yield`) or the mailbox
+    /// has nothing the holder may take (`Release`). Must not release the
+    /// run itself: the caller does, after this borrow has ended.
+    fn run(&mut self, cell: &Arc<Cell<M>>, budget: &mut Budget) -> RunEnd;
+}
+
+/// How a driver's run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RunEnd {
+    /// The budget is used and there may be more: keep the run.
+    Yield,
+    /// Nothing to take now: release the run.
+    Release,
+}
+
+/// An actor cell for user messages of type `M`.
+pub(crate) struct Cell<M: Send + 'static> {
+    pub(crate) mailbox: Mailbox<SystemMsg, Envelope<M>>,
+    pub(crate) core: CellCore,
+    /// Only the run holder touches this (see `run`); between runs it is
+    /// handed from one holder to the next by the mailbox's run-state word
+    /// (release's Release, claim's Acquire).
+    driver: UnsafeCell<Box<dyn Drive<M>>>,
+}
+
+// SAFETY: `driver` is the only field that is not `Sync`; it is reached only
+// from `Runnable::run`, which the mailbox protocol gives to one thread at a
+// time (invariant 2, model-checked in loom-tests), with a happens-before edge
+// from one holder to the next. Everything else is `Sync` on its own.
+unsafe impl<M: Send + 'static> Sync for Cell<M> {}
+
+/// The parts of a cell that any thread may read.
+pub(crate) struct CellCore {
+    /// Unique in the process (never reused), so a stale `Failed` from an
+    /// earlier incarnation of a name is recognised.
+    pub(crate) uid: u64,
+    pub(crate) name: Arc<str>,
+    /// `None` only for the root guardian.
+    pub(crate) parent: Option<ActorId>,
+    pub(crate) system: ActorSystem,
+    /// Written by the parent's spawners (any thread) and the run holder.
+    pub(crate) children: Mutex<Children>,
+}
+
+/// A parent's children, by name.
+#[derive(Default)]
+pub(crate) struct Children {
+    pub(crate) map: HashMap<Arc<str>, ChildRecord>,
+    /// Set when the parent starts terminating: no more children.
+    pub(crate) closed: bool,
+    next_anonymous: u64,
+}
+
+/// One child, as its parent sees it.
+pub(crate) struct ChildRecord {
+    pub(crate) id: ActorId,
+    pub(crate) stats: RestartStats,
+    /// The parent asked it to stop; a restart waits for these.
+    pub(crate) stopping: bool,
+}
+
+impl Children {
+    /// A name for an anonymous child: `$a`, `$b`, … `$ba`, … (as Akka).
+    pub(crate) fn anonymous_name(&mut self) -> Arc<str> {
+        loop {
+            let mut n = self.next_anonymous;
+            self.next_anonymous += 1;
+            let mut name = String::from("$");
+            let mut digits = Vec::new();
+            loop {
+                digits.push(b'a' + (n % 26) as u8);
+                n /= 26;
+                if n == 0 {
+                    break;
+                }
+            }
+            digits.reverse();
+            name.push_str(std::str::from_utf8(&digits).expect("ascii letters"));
+            if !self.map.contains_key(name.as_str()) {
+                return name.into();
+            }
+        }
+    }
+
+    /// The record of `id`, if it is (still) a child.
+    pub(crate) fn get(&self, id: &ActorId) -> Option<&ChildRecord> {
+        self.map.get(id.name()).filter(|r| r.id == *id)
+    }
+
+    pub(crate) fn get_mut(&mut self, id: &ActorId) -> Option<&mut ChildRecord> {
+        self.map.get_mut(id.name()).filter(|r| r.id == *id)
+    }
+}
+
+impl CellCore {
+    pub(crate) fn children(&self) -> MutexGuard<'_, Children> {
+        // A panic never happens while this lock is held (no user code runs
+        // under it), so poisoning cannot leave it inconsistent.
+        self.children.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A cell seen without its message type: what an [`ActorId`] holds.
+pub(crate) trait AnyCell: Send + Sync + 'static {
+    fn core(&self) -> &CellCore;
+    fn enqueue_system(&self, msg: SystemMsg) -> Result<Enqueued, SendError<SystemMsg>>;
+    /// Enqueues PoisonPill or Kill in the user lane; `Err` when the mailbox
+    /// is closed or full.
+    fn enqueue_auto(&self, msg: AutoMsg) -> Result<Enqueued, AutoMsg>;
+    fn into_runnable(self: Arc<Self>) -> Arc<dyn Runnable>;
+    /// A hint: the mailbox is closed (the actor terminated).
+    fn is_closed(&self) -> bool;
+    /// User messages queued, for a bounded mailbox.
+    fn queued(&self) -> Option<usize>;
+}
+
+impl<M: Send + 'static> Cell<M> {
+    pub(crate) fn new(
+        core: CellCore,
+        capacity: Option<usize>,
+        driver: Box<dyn Drive<M>>,
+    ) -> Result<Arc<Cell<M>>, proscenium_mailbox::ZeroCapacityError> {
+        let mailbox = match capacity {
+            Some(c) => Mailbox::bounded(c)?,
+            None => Mailbox::new(),
+        };
+        core.system.cell_created();
+        Ok(Arc::new(Cell {
+            mailbox,
+            core,
+            driver: UnsafeCell::new(driver),
+        }))
+    }
+
+    /// Submits this cell after an enqueue won its run.
+    pub(crate) fn schedule(self: &Arc<Self>) {
+        schedule_runnable(&self.core, Arc::clone(self) as Arc<dyn Runnable>);
+    }
+
+    /// Sends a user envelope: schedules the cell if this send won its run,
+    /// and hands what cannot be delivered to dead letters.
+    #[inline]
+    pub(crate) fn send_user(self: &Arc<Self>, envelope: Envelope<M>) {
+        match self.mailbox.enqueue_user(envelope) {
+            Ok(Enqueued::AlreadyScheduled) => {}
+            Ok(Enqueued::MustSchedule) => self.schedule(),
+            Err(TrySendError::Closed(e) | TrySendError::Full(e)) => {
+                self.core.system.dead_envelope(self.id(), e);
+            }
+        }
+    }
+
+    pub(crate) fn id(self: &Arc<Self>) -> ActorId {
+        ActorId::new(Arc::clone(self) as Arc<dyn AnyCell>)
+    }
+}
+
+/// Runs `runnable` on the system's scheduler. Once the scheduler is shut
+/// down (after the root guardian terminated, so every cell is closed), the
+/// run is done here instead: it can only drain a closed mailbox into dead
+/// letters, and the message still reaches them exactly once.
+pub(crate) fn schedule_runnable(core: &CellCore, runnable: Arc<dyn Runnable>) {
+    if let Err(refused) = core.system.scheduler_handle().submit(runnable) {
+        let runnable = refused.into_inner();
+        let mut budget = Budget::new(u32::MAX);
+        while runnable.clone().run(&mut budget) == RunOutcome::Yield {
+            budget = Budget::new(u32::MAX);
+        }
+    }
+}
+
+impl<M: Send + 'static> AnyCell for Cell<M> {
+    fn core(&self) -> &CellCore {
+        &self.core
+    }
+
+    fn enqueue_system(&self, msg: SystemMsg) -> Result<Enqueued, SendError<SystemMsg>> {
+        self.mailbox.enqueue_system(msg)
+    }
+
+    fn enqueue_auto(&self, msg: AutoMsg) -> Result<Enqueued, AutoMsg> {
+        self.mailbox
+            .enqueue_user(Envelope::from(msg))
+            .map_err(|_| msg)
+    }
+
+    fn into_runnable(self: Arc<Self>) -> Arc<dyn Runnable> {
+        self
+    }
+
+    fn is_closed(&self) -> bool {
+        self.mailbox.is_closed()
+    }
+
+    fn queued(&self) -> Option<usize> {
+        self.mailbox.user_len()
+    }
+}
+
+impl<M: Send + 'static> Runnable for Cell<M> {
+    fn run(self: Arc<Self>, budget: &mut Budget) -> RunOutcome {
+        let driver = self.driver.get();
+        // SAFETY: the scheduler runs this cell only when it was submitted by
+        // the winner of its run-state (`Enqueued::MustSchedule`), by a
+        // `Release::Reschedule` below, or requeued after `Yield`: this thread
+        // holds the run, so nothing else touches `driver` until the release
+        // below. The `&mut` ends with this call, before the release.
+        let end = unsafe { (*driver).run(&self, budget) };
+        match end {
+            RunEnd::Yield => RunOutcome::Yield,
+            // SAFETY: we hold the run (as above) and no longer borrow the
+            // driver; after `Idle` nothing here touches the consumer side.
+            RunEnd::Release => match unsafe { self.mailbox.release() } {
+                Release::Idle => RunOutcome::Done,
+                Release::Reschedule => RunOutcome::Yield,
+            },
+        }
+    }
+}
+
+impl<M: Send + 'static> Drop for Cell<M> {
+    fn drop(&mut self) {
+        self.core.system.cell_dropped();
+    }
+}
+
+/// What happens to a system message that reaches a terminated actor: a
+/// watch is answered at once (Terminated arrives even if the target was
+/// already dead when watched); the rest no longer matters.
+pub(crate) fn undeliverable_system(target: &ActorId, msg: SystemMsg) {
+    match msg {
+        SystemMsg::Watch(Watcher::Actor(watcher)) => {
+            watcher.send_system(SystemMsg::DeathWatchNotification(target.clone()));
+        }
+        SystemMsg::Watch(Watcher::Callback(callback)) => run_callback(callback),
+        _ => {}
+    }
+}
+
+/// Runs a termination callback; a panic in it is logged, never propagated.
+pub(crate) fn run_callback(callback: Box<dyn FnOnce() + Send>) {
+    if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(callback)) {
+        tracing::error!(
+            panic = %crate::failure::panic_message(payload.as_ref()),
+            "a termination callback panicked"
+        );
+    }
+}

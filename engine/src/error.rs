@@ -1,0 +1,96 @@
+//! Typed errors of the engine's API.
+
+/// Why an actor could not be spawned. Nothing was created.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SpawnError {
+    /// The name is empty, starts with `$` (kept for generated names), or
+    /// holds a character outside letters, digits and `-_.*+:@&=,!~';`.
+    #[error("invalid actor name {name:?}: {reason}")]
+    InvalidName {
+        /// The name asked for.
+        name: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// The parent already has a live child with this name.
+    #[error("actor name {name:?} is not unique under {parent}")]
+    DuplicateName {
+        /// The parent's path.
+        parent: String,
+        /// The name asked for.
+        name: String,
+    },
+    /// The parent is stopping (or stopped) and takes no new children.
+    #[error("{parent} is terminating and takes no new children")]
+    ParentTerminating {
+        /// The parent's path.
+        parent: String,
+    },
+    /// The actor system has terminated.
+    #[error("the actor system has terminated")]
+    SystemTerminated,
+    /// `Props::with_mailbox_capacity(0)`.
+    #[error("a bounded mailbox needs a capacity of at least one message")]
+    ZeroCapacity,
+}
+
+/// Why an actor system could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum SystemError {
+    /// The scheduler could not start.
+    #[error("the scheduler could not start: {0}")]
+    Scheduler(#[from] proscenium_scheduler::BuildError),
+    /// The guardians did not start.
+    #[error("the guardian actors did not start: {0}")]
+    Guardians(String),
+}
+
+/// Checks an actor name (Akka's rules: URI-safe characters, `$` reserved).
+pub(crate) fn validate_name(name: &str) -> Result<(), SpawnError> {
+    let invalid = |reason| {
+        Err(SpawnError::InvalidName {
+            name: name.to_owned(),
+            reason,
+        })
+    };
+    if name.is_empty() {
+        return invalid("names must not be empty");
+    }
+    if name.starts_with('$') {
+        return invalid("names starting with '$' are reserved for generated names");
+    }
+    let ok = |c: char| c.is_ascii_alphanumeric() || "-_.*$+:@&=,!~';".contains(c);
+    if !name.chars().all(ok) {
+        return invalid("only ASCII letters, digits and -_.*$+:@&=,!~'; are allowed");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert!(validate_name("worker-1").is_ok());
+        assert!(validate_name("a.b:c@d").is_ok());
+        assert!(matches!(
+            validate_name(""),
+            Err(SpawnError::InvalidName { .. })
+        ));
+        assert!(matches!(
+            validate_name("$a"),
+            Err(SpawnError::InvalidName { .. })
+        ));
+        assert!(matches!(
+            validate_name("a/b"),
+            Err(SpawnError::InvalidName { .. })
+        ));
+        assert!(matches!(
+            validate_name("a b"),
+            Err(SpawnError::InvalidName { .. })
+        ));
+        let e = validate_name("a/b").unwrap_err();
+        assert!(e.to_string().contains("a/b"));
+    }
+}

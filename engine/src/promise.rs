@@ -1,0 +1,182 @@
+//! A write-once slot that futures poll and plain threads wait on: the
+//! machinery behind `ask`, `graceful_stop` and termination.
+
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
+use std::time::Instant;
+
+use proscenium_scheduler::TimerHandle;
+
+/// A value that is set once (the first `complete` wins) and then taken or
+/// cloned by its waiters.
+pub(crate) struct Slot<T> {
+    state: Mutex<State<T>>,
+    ready: Condvar,
+}
+
+struct State<T> {
+    value: Option<T>,
+    completed: bool,
+    wakers: Vec<Waker>,
+    /// A timer that completes the slot with a fallback; cancelled when the
+    /// slot completes first.
+    timer: Option<TimerHandle>,
+}
+
+impl<T> Slot<T> {
+    pub(crate) fn new() -> Slot<T> {
+        Slot {
+            state: Mutex::new(State {
+                value: None,
+                completed: false,
+                wakers: Vec::new(),
+                timer: None,
+            }),
+            ready: Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State<T>> {
+        // No code that can panic runs under this lock.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Sets the value, or hands it back if the slot was already completed.
+    pub(crate) fn complete(&self, value: T) -> Result<(), T> {
+        let mut state = self.lock();
+        if state.completed {
+            return Err(value);
+        }
+        state.completed = true;
+        state.value = Some(value);
+        let wakers = std::mem::take(&mut state.wakers);
+        let timer = state.timer.take();
+        drop(state);
+        self.ready.notify_all();
+        for w in wakers {
+            w.wake();
+        }
+        if let Some(t) = timer {
+            t.cancel();
+        }
+        Ok(())
+    }
+
+    pub(crate) fn is_completed(&self) -> bool {
+        self.lock().completed
+    }
+
+    /// Attaches the fallback timer (cancelled at once if already completed).
+    pub(crate) fn set_timer(&self, timer: TimerHandle) {
+        let mut state = self.lock();
+        if state.completed {
+            drop(state);
+            timer.cancel();
+        } else {
+            state.timer = Some(timer);
+        }
+    }
+
+    /// Cancels the fallback timer (the waiter lost interest).
+    pub(crate) fn cancel_timer(&self) {
+        let timer = self.lock().timer.take();
+        if let Some(t) = timer {
+            t.cancel();
+        }
+    }
+
+    fn register(state: &mut State<T>, cx: &Context<'_>) {
+        if !state.wakers.iter().any(|w| w.will_wake(cx.waker())) {
+            state.wakers.push(cx.waker().clone());
+        }
+    }
+
+    /// Polls for the value, taking it (one consumer).
+    pub(crate) fn poll_take(&self, cx: &Context<'_>) -> Poll<T> {
+        let mut state = self.lock();
+        match state.value.take() {
+            Some(v) => Poll::Ready(v),
+            None if state.completed => panic!("a slot's value was taken twice"),
+            None => {
+                Slot::register(&mut state, cx);
+                Poll::Pending
+            }
+        }
+    }
+
+    /// Blocks this thread until the value is set, and takes it.
+    pub(crate) fn wait_take(&self) -> T {
+        let mut state = self.lock();
+        loop {
+            if let Some(v) = state.value.take() {
+                return v;
+            }
+            assert!(!state.completed, "a slot's value was taken twice");
+            state = self.ready.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+impl<T: Clone> Slot<T> {
+    /// Polls for the value, cloning it (many consumers).
+    pub(crate) fn poll_clone(&self, cx: &Context<'_>) -> Poll<T> {
+        let mut state = self.lock();
+        match &state.value {
+            Some(v) => Poll::Ready(v.clone()),
+            None => {
+                Slot::register(&mut state, cx);
+                Poll::Pending
+            }
+        }
+    }
+
+    /// Blocks until the value is set or `deadline` passes.
+    pub(crate) fn wait_clone(&self, deadline: Option<Instant>) -> Option<T> {
+        let mut state = self.lock();
+        loop {
+            if let Some(v) = &state.value {
+                return Some(v.clone());
+            }
+            state = match deadline {
+                None => self.ready.wait(state).unwrap_or_else(|e| e.into_inner()),
+                Some(d) => {
+                    let now = Instant::now();
+                    if now >= d {
+                        return None;
+                    }
+                    self.ready
+                        .wait_timeout(state, d - now)
+                        .map(|(g, _)| g)
+                        .unwrap_or_else(|e| e.into_inner().0)
+                }
+            };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn first_completion_wins_and_waiters_wake() {
+        let slot = Arc::new(Slot::new());
+        let s = Arc::clone(&slot);
+        let waiter = std::thread::spawn(move || s.wait_take());
+        assert_eq!(slot.complete(1), Ok(()));
+        assert_eq!(slot.complete(2), Err(2));
+        assert_eq!(waiter.join().expect("waiter"), 1);
+        assert!(slot.is_completed());
+    }
+
+    #[test]
+    fn clones_for_many_and_times_out() {
+        let slot: Slot<u8> = Slot::new();
+        let soon = Instant::now() + std::time::Duration::from_millis(1);
+        assert_eq!(slot.wait_clone(Some(soon)), None);
+        slot.complete(3).expect("first");
+        assert_eq!(slot.wait_clone(None), Some(3));
+        assert_eq!(slot.wait_clone(None), Some(3));
+    }
+}

@@ -1,0 +1,445 @@
+//! [`ActorSystem`]: the scheduler, the guardians, dead letters and the
+//! event stream, and termination.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex, MutexGuard};
+use std::task::{Context as TaskContext, Poll};
+use std::time::{Duration, Instant};
+
+use proscenium_scheduler::{Handle, QuiesceReport, Scheduler};
+
+use crate::actor::{Actor, Props};
+use crate::actor_ref::{ActorId, ActorRef};
+use crate::context::{spawn, spawn_root};
+use crate::dead_letters::{DeadLetter, DeadLetters, Kill, PoisonPill};
+use crate::error::{SpawnError, SystemError};
+use crate::event_stream::EventStream;
+use crate::guardian::Root;
+use crate::promise::Slot;
+use crate::signal::{AutoMsg, Envelope};
+use crate::supervision::SupervisorStrategy;
+
+/// An actor system: a scheduler with its workers, the guardian actors `/`,
+/// `/user` and `/system`, dead letters and an event stream. Cheap to clone
+/// (all clones are the same system).
+///
+/// ```
+/// use proscenium::prelude::*;
+/// use std::time::Duration;
+///
+/// struct Counter { n: u64 }
+/// enum CounterMsg { Add(u64), Get(Reply<u64>) }
+///
+/// impl Actor for Counter {
+///     type Msg = CounterMsg;
+///     fn receive(&mut self, _ctx: &mut Context<Self>, msg: CounterMsg) -> Outcome {
+///         match msg {
+///             CounterMsg::Add(k) => self.n += k,
+///             CounterMsg::Get(reply) => reply.send(self.n),
+///         }
+///         Ok(())
+///     }
+/// }
+///
+/// let system = ActorSystem::builder().name("demo").workers(2).pin_workers(false).build()?;
+/// let counter = system.spawn(Props::new(|| Counter { n: 0 }), "counter")?;
+/// counter.tell(CounterMsg::Add(1));
+/// counter.tell(CounterMsg::Add(2));
+/// assert_eq!(counter.ask(CounterMsg::Get, Duration::from_secs(1)).wait(), Ok(3));
+/// assert!(counter.graceful_stop(Duration::from_secs(1)).wait());
+/// let report = system.terminate().wait();
+/// assert!(report.clean());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct ActorSystem {
+    inner: Arc<SystemInner>,
+}
+
+struct SystemInner {
+    name: String,
+    handle: Handle,
+    /// Taken by the reaper, which quiesces it once the root has terminated.
+    scheduler: Mutex<Option<Scheduler>>,
+    /// Cleared at termination (guardian cells refer back to the system).
+    guardians: Mutex<Option<Guardians>>,
+    dead_letters: DeadLetters,
+    events: EventStream,
+    live_cells: AtomicUsize,
+    reaping: AtomicBool,
+    termination: Slot<TerminationReport>,
+    quiesce_timeout: Duration,
+}
+
+#[derive(Clone)]
+struct Guardians {
+    user: ActorId,
+    system: ActorId,
+}
+
+/// Unique actor ids across every system in the process.
+static NEXT_UID: AtomicU64 = AtomicU64::new(1);
+
+/// Builds an [`ActorSystem`].
+#[derive(Debug)]
+pub struct SystemBuilder {
+    name: String,
+    scheduler: proscenium_scheduler::Builder,
+    user_strategy: SupervisorStrategy,
+    dead_letter_log_limit: u32,
+    dead_letter_log_suspend: Duration,
+    quiesce_timeout: Duration,
+}
+
+impl SystemBuilder {
+    /// The system's name (also the prefix of its worker threads' names).
+    pub fn name(mut self, name: impl Into<String>) -> SystemBuilder {
+        self.name = name.into();
+        self
+    }
+
+    /// Worker threads (default: one per core).
+    pub fn workers(mut self, n: usize) -> SystemBuilder {
+        self.scheduler = self.scheduler.workers(n);
+        self
+    }
+
+    /// Pin each worker to its own core (default: on).
+    pub fn pin_workers(mut self, pin: bool) -> SystemBuilder {
+        self.scheduler = self.scheduler.pin_workers(pin);
+        self
+    }
+
+    /// Messages an actor handles per run before its worker moves on
+    /// (default [`DEFAULT_THROUGHPUT`](proscenium_scheduler::DEFAULT_THROUGHPUT)).
+    pub fn throughput(mut self, n: u32) -> SystemBuilder {
+        self.scheduler = self.scheduler.throughput(n);
+        self
+    }
+
+    /// How `/user` supervises the top-level actors (Akka's
+    /// `guardian-supervisor-strategy`; default: the default strategy).
+    /// When `/user` escalates, the system terminates.
+    pub fn user_guardian_strategy(mut self, strategy: SupervisorStrategy) -> SystemBuilder {
+        self.user_strategy = strategy;
+        self
+    }
+
+    /// Dead letters logged before logging pauses (default 10; 0 turns the
+    /// log off), and for how long it pauses (default 5 minutes). Counting
+    /// and publishing never pause.
+    pub fn dead_letter_logging(mut self, limit: u32, suspend: Duration) -> SystemBuilder {
+        self.dead_letter_log_limit = limit;
+        self.dead_letter_log_suspend = suspend;
+        self
+    }
+
+    /// How long termination waits for the workers to drain once every actor
+    /// has stopped (default 10 s).
+    pub fn quiesce_timeout(mut self, timeout: Duration) -> SystemBuilder {
+        self.quiesce_timeout = timeout;
+        self
+    }
+
+    /// Starts the scheduler and the guardians.
+    pub fn build(self) -> Result<ActorSystem, SystemError> {
+        let scheduler = self.scheduler.thread_name(self.name.clone()).build()?;
+        let system = ActorSystem {
+            inner: Arc::new(SystemInner {
+                name: self.name,
+                handle: scheduler.handle().clone(),
+                scheduler: Mutex::new(Some(scheduler)),
+                guardians: Mutex::new(None),
+                dead_letters: DeadLetters::new(
+                    self.dead_letter_log_limit,
+                    self.dead_letter_log_suspend,
+                ),
+                events: EventStream::new(),
+                live_cells: AtomicUsize::new(0),
+                reaping: AtomicBool::new(false),
+                termination: Slot::new(),
+                quiesce_timeout: self.quiesce_timeout,
+            }),
+        };
+        let (tx, rx) = mpsc::channel();
+        let root = spawn_root(&system, Root::props(tx, self.user_strategy));
+        drop(root);
+        match rx.recv_timeout(Duration::from_secs(30)) {
+            Ok((user, sys)) => {
+                *system.guardians() = Some(Guardians { user, system: sys });
+                Ok(system)
+            }
+            Err(e) => Err(SystemError::Guardians(e.to_string())),
+        }
+    }
+}
+
+impl ActorSystem {
+    /// A system with default settings, named `name`.
+    pub fn new(name: impl Into<String>) -> Result<ActorSystem, SystemError> {
+        ActorSystem::builder().name(name).build()
+    }
+
+    /// A builder with the defaults.
+    pub fn builder() -> SystemBuilder {
+        SystemBuilder {
+            name: "proscenium".to_owned(),
+            scheduler: Scheduler::builder(),
+            user_strategy: SupervisorStrategy::default(),
+            dead_letter_log_limit: 10,
+            dead_letter_log_suspend: Duration::from_secs(300),
+            quiesce_timeout: Duration::from_secs(10),
+        }
+    }
+
+    fn guardians(&self) -> MutexGuard<'_, Option<Guardians>> {
+        self.inner
+            .guardians
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn user_guardian(&self) -> Result<ActorId, SpawnError> {
+        self.guardians()
+            .as_ref()
+            .map(|g| g.user.clone())
+            .ok_or(SpawnError::SystemTerminated)
+    }
+
+    /// The system's name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// Creates a top-level actor (a child of `/user`) named `name`.
+    pub fn spawn<A: Actor>(
+        &self,
+        props: Props<A>,
+        name: &str,
+    ) -> Result<ActorRef<A::Msg>, SpawnError> {
+        spawn(&self.user_guardian()?, props, Some(name))
+    }
+
+    /// Creates a top-level actor with a generated name.
+    pub fn spawn_anonymous<A: Actor>(
+        &self,
+        props: Props<A>,
+    ) -> Result<ActorRef<A::Msg>, SpawnError> {
+        spawn(&self.user_guardian()?, props, None)
+    }
+
+    /// Creates an engine-side actor under `/system` (for extensions: it
+    /// outlives every user actor at termination).
+    pub fn spawn_system_actor<A: Actor>(
+        &self,
+        props: Props<A>,
+        name: &str,
+    ) -> Result<ActorRef<A::Msg>, SpawnError> {
+        let parent = self
+            .guardians()
+            .as_ref()
+            .map(|g| g.system.clone())
+            .ok_or(SpawnError::SystemTerminated)?;
+        spawn(&parent, props, Some(name))
+    }
+
+    /// The `/user` guardian's id (`None` once terminated).
+    pub fn user_guardian_id(&self) -> Option<ActorId> {
+        self.guardians().as_ref().map(|g| g.user.clone())
+    }
+
+    /// Stops `/user` (its actors first, children before parents), then
+    /// `/system`, then `/`; then quiesces and joins the workers. Returns the
+    /// future of that; calling it again returns the same outcome.
+    pub fn terminate(&self) -> Termination {
+        if let Some(g) = self.guardians().as_ref() {
+            g.user.stop();
+        }
+        self.when_terminated()
+    }
+
+    /// Completes once the system has terminated and its workers are joined.
+    pub fn when_terminated(&self) -> Termination {
+        Termination {
+            system: self.clone(),
+        }
+    }
+
+    /// Whether termination has completed.
+    pub fn is_terminated(&self) -> bool {
+        self.inner.termination.is_completed()
+    }
+
+    /// The event stream (dead letters are published here as [`DeadLetter`]).
+    pub fn event_stream(&self) -> &EventStream {
+        &self.inner.events
+    }
+
+    /// Dead letters so far.
+    pub fn dead_letter_count(&self) -> u64 {
+        self.inner.dead_letters.count()
+    }
+
+    /// Actor cells currently allocated, guardians included (zero once the
+    /// system has terminated and every reference is dropped).
+    pub fn live_cells(&self) -> usize {
+        // Relaxed: a statistic, read after a synchronising event.
+        self.inner.live_cells.load(Ordering::Relaxed)
+    }
+
+    /// The scheduler handle: run futures and timers on the system's workers.
+    pub fn scheduler_handle(&self) -> &Handle {
+        &self.inner.handle
+    }
+
+    // ---- crate-internal ---------------------------------------------------
+
+    pub(crate) fn next_uid(&self) -> u64 {
+        // Relaxed: only uniqueness matters.
+        NEXT_UID.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub(crate) fn cell_created(&self) {
+        // Relaxed: a statistic.
+        self.inner.live_cells.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn cell_dropped(&self) {
+        // Relaxed: a statistic.
+        self.inner.live_cells.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    fn publish_dead(&self, letter: DeadLetter) {
+        self.inner.dead_letters.record(&letter);
+        self.inner.events.publish(letter);
+    }
+
+    pub(crate) fn dead_envelope<M: Send + 'static>(&self, recipient: ActorId, e: Envelope<M>) {
+        match e {
+            Envelope::Msg(m) => self.publish_dead(DeadLetter::new(Some(recipient), m)),
+            Envelope::PoisonPill => self.publish_dead(DeadLetter::new(Some(recipient), PoisonPill)),
+            Envelope::Kill => self.publish_dead(DeadLetter::new(Some(recipient), Kill)),
+            // The watcher is gone: nobody is left to tell.
+            Envelope::Terminated(_) => {}
+        }
+    }
+
+    pub(crate) fn dead_auto(&self, recipient: ActorId, msg: AutoMsg) {
+        self.dead_envelope::<()>(recipient, Envelope::from(msg));
+    }
+
+    pub(crate) fn dead_reply<R: Send + 'static>(&self, reply: R) {
+        self.publish_dead(DeadLetter::new(None, reply));
+    }
+
+    /// The root guardian has terminated (called on its worker): quiesce and
+    /// join the workers from a thread of our own, then release what the
+    /// system holds and complete the termination.
+    pub(crate) fn root_terminated(&self) {
+        if self.inner.reaping.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let system = self.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("{}-reaper", self.inner.name))
+            .spawn(move || system.reap());
+        if let Err(e) = spawned {
+            tracing::error!(error = %e, "could not start the thread that joins the workers");
+        }
+    }
+
+    fn reap(self) {
+        let scheduler = self
+            .inner
+            .scheduler
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        let quiesce = scheduler.map(|s| s.quiesce(Instant::now() + self.inner.quiesce_timeout));
+        drop(self.guardians().take());
+        // Every worker has exited (returning its node cache); free the nodes
+        // cached globally and by this thread.
+        proscenium_mailbox::trim_node_cache();
+        let report = TerminationReport {
+            quiesce,
+            dead_letters: self.dead_letter_count(),
+        };
+        tracing::debug!(system = %self.inner.name, ?report, "actor system terminated");
+        let _ = self.inner.termination.complete(report);
+    }
+}
+
+impl fmt::Debug for ActorSystem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ActorSystem")
+            .field("name", &self.inner.name)
+            .field("live_cells", &self.live_cells())
+            .field("terminated", &self.is_terminated())
+            .finish()
+    }
+}
+
+/// How a system's termination went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TerminationReport {
+    /// The scheduler's quiesce report (`None` if the scheduler was already
+    /// gone).
+    pub quiesce: Option<QuiesceReport>,
+    /// Dead letters counted over the system's life.
+    pub dead_letters: u64,
+}
+
+impl TerminationReport {
+    /// Whether the workers drained and were joined with nothing left.
+    pub fn clean(&self) -> bool {
+        self.quiesce
+            .as_ref()
+            .is_some_and(|q| q.drained && q.runnables_left == 0 && q.timers_pending == 0)
+    }
+}
+
+/// The future of a system's termination; also `wait()` for plain threads.
+#[must_use = "termination happens anyway; this only waits for it"]
+pub struct Termination {
+    system: ActorSystem,
+}
+
+impl Termination {
+    /// Blocks this thread until the system has terminated and its workers
+    /// are joined. Do not call it from an actor's handler.
+    pub fn wait(self) -> TerminationReport {
+        self.system
+            .inner
+            .termination
+            .wait_clone(None)
+            .expect("no deadline")
+    }
+
+    /// Like [`wait`](Self::wait), giving up after `timeout`.
+    pub fn wait_timeout(self, timeout: Duration) -> Option<TerminationReport> {
+        self.system
+            .inner
+            .termination
+            .wait_clone(Some(Instant::now() + timeout))
+    }
+}
+
+impl Future for Termination {
+    type Output = TerminationReport;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<TerminationReport> {
+        self.system.inner.termination.poll_clone(cx)
+    }
+}
+
+impl fmt::Debug for Termination {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Termination")
+            .field("system", &self.system.inner.name)
+            .field("completed", &self.system.is_terminated())
+            .finish()
+    }
+}
