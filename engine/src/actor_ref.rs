@@ -97,6 +97,12 @@ impl<M: Send + 'static> ActorRef<M> {
         self.id().graceful_stop(timeout)
     }
 
+    /// Like [`graceful_stop`](Self::graceful_stop) with another stop signal,
+    /// as [`ActorId::graceful_stop_by`].
+    pub fn graceful_stop_by(&self, signal: StopSignal, timeout: Duration) -> GracefulStop {
+        self.id().graceful_stop_by(signal, timeout)
+    }
+
     /// Like [`graceful_stop`](Self::graceful_stop), with `msg` sent instead of
     /// a PoisonPill (a message the actor answers by stopping itself).
     pub fn graceful_stop_with(&self, msg: M, timeout: Duration) -> GracefulStop {

@@ -70,7 +70,7 @@ pub use crate::{
     supervision::{default_decider, Directive, StrategyKind, SupervisorStrategy},
     system::{ActorSystem, SystemBuilder, Termination, TerminationReport},
 };
-pub use proscenium_mailbox::TrySendError;
+pub use proscenium_mailbox::{trim_node_cache, TrySendError};
 
 /// What most users import: `use proscenium::prelude::*;`.
 pub mod prelude {

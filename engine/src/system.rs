@@ -70,6 +70,8 @@ struct SystemInner {
     events: EventStream,
     live_cells: AtomicUsize,
     reaping: AtomicBool,
+    /// The thread that joins the workers; joined by the first `wait`.
+    reaper: Mutex<Option<std::thread::JoinHandle<()>>>,
     termination: Slot<TerminationReport>,
     quiesce_timeout: Duration,
 }
@@ -160,6 +162,7 @@ impl SystemBuilder {
                 events: EventStream::new(),
                 live_cells: AtomicUsize::new(0),
                 reaping: AtomicBool::new(false),
+                reaper: Mutex::new(None),
                 termination: Slot::new(),
                 quiesce_timeout: self.quiesce_timeout,
             }),
@@ -343,11 +346,17 @@ impl ActorSystem {
             return;
         }
         let system = self.clone();
+        // Held while spawning, so the handle is stored before the reaper
+        // completes the termination (it takes this lock first).
+        let mut reaper = self.inner.reaper.lock().unwrap_or_else(|e| e.into_inner());
         let spawned = std::thread::Builder::new()
             .name(format!("{}-reaper", self.inner.name))
             .spawn(move || system.reap());
-        if let Err(e) = spawned {
-            tracing::error!(error = %e, "could not start the thread that joins the workers");
+        match spawned {
+            Ok(handle) => *reaper = Some(handle),
+            Err(e) => {
+                tracing::error!(error = %e, "could not start the thread that joins the workers")
+            }
         }
     }
 
@@ -363,6 +372,7 @@ impl ActorSystem {
         // Every worker has exited (returning its node cache); free the nodes
         // cached globally and by this thread.
         proscenium_mailbox::trim_node_cache();
+        drop(self.inner.reaper.lock().unwrap_or_else(|e| e.into_inner()));
         let report = TerminationReport {
             quiesce,
             dead_letters: self.dead_letter_count(),
@@ -411,19 +421,40 @@ impl Termination {
     /// Blocks this thread until the system has terminated and its workers
     /// are joined. Do not call it from an actor's handler.
     pub fn wait(self) -> TerminationReport {
-        self.system
+        let report = self
+            .system
             .inner
             .termination
             .wait_clone(None)
-            .expect("no deadline")
+            .expect("no deadline");
+        self.join_reaper();
+        report
+    }
+
+    /// Joins the thread that quiesced the workers, so that everything it
+    /// held is released when `wait` returns.
+    fn join_reaper(&self) {
+        let reaper = self
+            .system
+            .inner
+            .reaper
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(handle) = reaper {
+            let _ = handle.join();
+        }
     }
 
     /// Like [`wait`](Self::wait), giving up after `timeout`.
     pub fn wait_timeout(self, timeout: Duration) -> Option<TerminationReport> {
-        self.system
+        let report = self
+            .system
             .inner
             .termination
-            .wait_clone(Some(Instant::now() + timeout))
+            .wait_clone(Some(Instant::now() + timeout))?;
+        self.join_reaper();
+        Some(report)
     }
 }
 

@@ -1,0 +1,90 @@
+//! Helpers shared by the engine's behaviour tests: a system builder for
+//! tests, probes (channels the tests block on, with a generous timeout so a
+//! hang fails instead of blocking CI), and a checked shutdown.
+#![allow(dead_code, unreachable_pub)]
+
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::time::Duration;
+
+use proscenium::{ActorSystem, DeadLetter, TerminationReport};
+
+/// How long a probe waits before the test fails: long enough never to fire
+/// on a healthy run, short enough that a lost message fails the test.
+pub const PATIENCE: Duration = Duration::from_secs(20);
+
+/// A 2-worker, unpinned system with the dead-letter log off.
+pub fn system() -> ActorSystem {
+    ActorSystem::builder()
+        .name("test")
+        .workers(2)
+        .pin_workers(false)
+        .dead_letter_logging(0, Duration::from_secs(1))
+        .build()
+        .expect("the test system starts")
+}
+
+/// Terminates `system`, waits, and checks that the workers drained and
+/// every actor cell was freed (references held by the test are the
+/// caller's to drop first).
+pub fn shutdown(system: ActorSystem) -> TerminationReport {
+    let report = system
+        .terminate()
+        .wait_timeout(PATIENCE)
+        .expect("the system terminates in time");
+    assert!(report.clean(), "termination left work behind: {report:?}");
+    report
+}
+
+/// A channel a test blocks on.
+pub struct Probe<T> {
+    tx: Sender<T>,
+    rx: Receiver<T>,
+}
+
+impl<T: Send + 'static> Probe<T> {
+    pub fn new() -> Probe<T> {
+        let (tx, rx) = mpsc::channel();
+        Probe { tx, rx }
+    }
+
+    /// The sending end, for actors and callbacks.
+    pub fn tx(&self) -> Sender<T> {
+        self.tx.clone()
+    }
+
+    /// The next item; fails the test after [`PATIENCE`].
+    #[track_caller]
+    pub fn next(&self) -> T {
+        match self.rx.recv_timeout(PATIENCE) {
+            Ok(v) => v,
+            Err(RecvTimeoutError::Timeout) => panic!("probe: nothing arrived within {PATIENCE:?}"),
+            Err(RecvTimeoutError::Disconnected) => panic!("probe: every sender is gone"),
+        }
+    }
+
+    /// The next `n` items.
+    #[track_caller]
+    pub fn take(&self, n: usize) -> Vec<T> {
+        (0..n).map(|_| self.next()).collect()
+    }
+
+    /// What has arrived so far, without waiting.
+    pub fn drain_now(&self) -> Vec<T> {
+        self.rx.try_iter().collect()
+    }
+}
+
+/// Subscribes a probe to dead letters, keeping `f` of each.
+pub fn dead_letter_probe<T: Send + 'static>(
+    system: &ActorSystem,
+    f: impl Fn(&DeadLetter) -> T + Send + Sync + 'static,
+) -> Probe<T> {
+    let probe = Probe::new();
+    let tx = std::sync::Mutex::new(probe.tx());
+    system.event_stream().subscribe(move |d: &DeadLetter| {
+        let _ = tx.lock().expect("probe lock").send(f(d));
+    });
+    probe
+}
+
+pub mod actors;
