@@ -1,0 +1,140 @@
+//! Creation and naming: paths, unique names per parent (typed errors),
+//! names freed by termination, hooks in order, Props factories called again
+//! on restart.
+
+mod support;
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use proscenium::prelude::*;
+use proscenium::SpawnError;
+use support::actors::*;
+use support::*;
+
+/// Names are unique per parent: a duplicate is a typed error that names the
+/// parent and the name, and nothing is created; the same name under
+/// another parent is fine; a name is free again once its holder has
+/// terminated.
+#[test]
+fn names_are_unique_per_parent() {
+    let system = system();
+    let log = Probe::new();
+    let a = system.spawn(Worker::props("a", &log.tx()), "a").expect("a");
+    let err = system.spawn(Worker::props("a2", &log.tx()), "a").expect_err("duplicate");
+    assert_eq!(
+        err,
+        SpawnError::DuplicateName { parent: "/user".into(), name: "a".into() }
+    );
+    assert_eq!(err.to_string(), "actor name \"a\" is not unique under /user");
+    let child = spawn_child(&a, "a");
+    assert_eq!(child.path(), "/user/a/a");
+    assert!(a.graceful_stop(Duration::from_secs(20)).wait());
+    let again = system.spawn(Worker::props("again", &log.tx()), "a").expect("the name is free");
+    assert_ne!(again.id(), a.id(), "a new incarnation has a new id");
+    let lines = log.drain_now();
+    assert!(!lines.contains(&"a2 created".to_owned()), "nothing was created for the duplicate");
+    drop((a, child, again));
+    shutdown(system);
+}
+
+/// Invalid names and zero capacity are typed errors.
+#[test]
+fn invalid_names_and_capacities_are_refused() {
+    let system = system();
+    let log = Probe::new();
+    for bad in ["", "$x", "a/b", "spa ce", "ünï"] {
+        assert!(
+            matches!(system.spawn(Worker::props("x", &log.tx()), bad), Err(SpawnError::InvalidName { .. })),
+            "{bad:?} accepted"
+        );
+    }
+    assert_eq!(
+        system.spawn(Worker::props("x", &log.tx()).with_mailbox_capacity(0), "zero").map(|_| ()),
+        Err(SpawnError::ZeroCapacity)
+    );
+    let anon = system.spawn_anonymous(Worker::props("x", &log.tx())).expect("anonymous");
+    assert!(anon.name().starts_with('$'), "{}", anon.name());
+    drop(anon);
+    shutdown(system);
+}
+
+/// A terminating parent takes no new children: a typed error.
+#[test]
+fn a_stopping_parent_refuses_children() {
+    struct Parent;
+    impl Actor for Parent {
+        type Msg = Reply<Result<(), SpawnError>>;
+        fn receive(&mut self, ctx: &mut Context<Self>, reply: Self::Msg) -> Outcome {
+            ctx.stop_self();
+            // The stop is queued on the system lane; we are not stopped yet,
+            // so this still works...
+            let first = ctx.spawn(Props::new(|| Parent), "c1").map(|_| ());
+            reply.send(first);
+            Ok(())
+        }
+        fn post_stop(&mut self, ctx: &mut Context<Self>) {
+            // ...but once terminating, spawning is refused.
+            let refused = ctx.spawn(Props::new(|| Parent), "c2").map(|_| ());
+            assert!(matches!(refused, Err(SpawnError::ParentTerminating { .. })));
+        }
+    }
+    let system = system();
+    let p = system.spawn(Props::new(|| Parent), "p").expect("p");
+    assert_eq!(p.ask(|r| r, Duration::from_secs(20)).wait(), Ok(Ok(())));
+    assert!(p.graceful_stop(Duration::from_secs(20)).wait());
+    drop(p);
+    let report = shutdown(system);
+    assert_eq!(report.quiesce.expect("quiesced").panics, 0);
+}
+
+/// Restart calls the Props factory again (a new instance); a bounded
+/// mailbox hands messages back with `try_tell` when full.
+#[test]
+fn restart_calls_the_factory_again_and_bounded_mailboxes_push_back() {
+    let system = system();
+    let made = Arc::new(AtomicU32::new(0));
+    let m = made.clone();
+    let log = Probe::new();
+    let tx = log.tx();
+    let w = system
+        .spawn(
+            Props::new(move || {
+                m.fetch_add(1, Ordering::SeqCst);
+                Worker { tag: "w".into(), log: tx.clone(), count: 0, keep_children: false }
+            })
+            .with_mailbox_capacity(4),
+            "w",
+        )
+        .expect("w");
+    w.tell(WorkerMsg::Fail);
+    w.tell(WorkerMsg::Fail);
+    assert_eq!(count(&w), 0);
+    assert_eq!(made.load(Ordering::SeqCst), 3);
+    // Fill the bounded lane while the worker is blocked.
+    let (gate_tx, gate_rx) = std::sync::mpsc::channel();
+    w.tell(WorkerMsg::Block(Arc::new(std::sync::Mutex::new(gate_rx))));
+    let mut accepted = 0;
+    let refused = loop {
+        match w.try_tell(WorkerMsg::Inc) {
+            Ok(()) => accepted += 1,
+            Err(e) => break e,
+        }
+        assert!(accepted <= 5, "a capacity of 4 holds at most 4 (+1 being handled)");
+    };
+    assert!(refused.is_full());
+    gate_tx.send(()).expect("unblock");
+    // The lane may still be full for a moment: a refused ask is dead-
+    // lettered at once (NoReply), so retry until one gets in.
+    let n = loop {
+        match w.ask(WorkerMsg::Get, Duration::from_secs(20)).wait() {
+            Ok(n) => break n,
+            Err(AskError::NoReply) => continue,
+            Err(e) => panic!("{e}"),
+        }
+    };
+    assert_eq!(n, accepted);
+    drop(w);
+    shutdown(system);
+}
