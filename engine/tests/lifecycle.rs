@@ -22,19 +22,32 @@ fn names_are_unique_per_parent() {
     let system = system();
     let log = Probe::new();
     let a = system.spawn(Worker::props("a", &log.tx()), "a").expect("a");
-    let err = system.spawn(Worker::props("a2", &log.tx()), "a").expect_err("duplicate");
+    let err = system
+        .spawn(Worker::props("a2", &log.tx()), "a")
+        .expect_err("duplicate");
     assert_eq!(
         err,
-        SpawnError::DuplicateName { parent: "/user".into(), name: "a".into() }
+        SpawnError::DuplicateName {
+            parent: "/user".into(),
+            name: "a".into()
+        }
     );
-    assert_eq!(err.to_string(), "actor name \"a\" is not unique under /user");
+    assert_eq!(
+        err.to_string(),
+        "actor name \"a\" is not unique under /user"
+    );
     let child = spawn_child(&a, "a");
     assert_eq!(child.path(), "/user/a/a");
     assert!(a.graceful_stop(Duration::from_secs(20)).wait());
-    let again = system.spawn(Worker::props("again", &log.tx()), "a").expect("the name is free");
+    let again = system
+        .spawn(Worker::props("again", &log.tx()), "a")
+        .expect("the name is free");
     assert_ne!(again.id(), a.id(), "a new incarnation has a new id");
     let lines = log.drain_now();
-    assert!(!lines.contains(&"a2 created".to_owned()), "nothing was created for the duplicate");
+    assert!(
+        !lines.contains(&"a2 created".to_owned()),
+        "nothing was created for the duplicate"
+    );
     drop((a, child, again));
     shutdown(system);
 }
@@ -46,15 +59,25 @@ fn invalid_names_and_capacities_are_refused() {
     let log = Probe::new();
     for bad in ["", "$x", "a/b", "spa ce", "ünï"] {
         assert!(
-            matches!(system.spawn(Worker::props("x", &log.tx()), bad), Err(SpawnError::InvalidName { .. })),
+            matches!(
+                system.spawn(Worker::props("x", &log.tx()), bad),
+                Err(SpawnError::InvalidName { .. })
+            ),
             "{bad:?} accepted"
         );
     }
     assert_eq!(
-        system.spawn(Worker::props("x", &log.tx()).with_mailbox_capacity(0), "zero").map(|_| ()),
+        system
+            .spawn(
+                Worker::props("x", &log.tx()).with_mailbox_capacity(0),
+                "zero"
+            )
+            .map(|_| ()),
         Err(SpawnError::ZeroCapacity)
     );
-    let anon = system.spawn_anonymous(Worker::props("x", &log.tx())).expect("anonymous");
+    let anon = system
+        .spawn_anonymous(Worker::props("x", &log.tx()))
+        .expect("anonymous");
     assert!(anon.name().starts_with('$'), "{}", anon.name());
     drop(anon);
     shutdown(system);
@@ -102,7 +125,12 @@ fn restart_calls_the_factory_again_and_bounded_mailboxes_push_back() {
         .spawn(
             Props::new(move || {
                 m.fetch_add(1, Ordering::SeqCst);
-                Worker { tag: "w".into(), log: tx.clone(), count: 0, keep_children: false }
+                Worker {
+                    tag: "w".into(),
+                    log: tx.clone(),
+                    count: 0,
+                    keep_children: false,
+                }
             })
             .with_mailbox_capacity(4),
             "w",
@@ -121,7 +149,10 @@ fn restart_calls_the_factory_again_and_bounded_mailboxes_push_back() {
             Ok(()) => accepted += 1,
             Err(e) => break e,
         }
-        assert!(accepted <= 5, "a capacity of 4 holds at most 4 (+1 being handled)");
+        assert!(
+            accepted <= 5,
+            "a capacity of 4 holds at most 4 (+1 being handled)"
+        );
     };
     assert!(refused.is_full());
     gate_tx.send(()).expect("unblock");
