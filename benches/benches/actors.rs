@@ -2,6 +2,8 @@
 //! peer table is the `compare` bench): ping-pong, fan-in, spawn, and the
 //! Savina thread ring, each at a size criterion can repeat.
 
+#![allow(missing_docs)] // criterion_group! generates undocumented fns
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;

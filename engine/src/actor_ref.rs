@@ -108,7 +108,9 @@ impl<M: Send + 'static> ActorRef<M> {
     pub fn graceful_stop_with(&self, msg: M, timeout: Duration) -> GracefulStop {
         let id = self.id();
         let stop = ask::graceful_stop_watch(&id, timeout);
-        self.tell(msg);
+        if !stop.already_terminated() {
+            self.tell(msg);
+        }
         stop
     }
 
@@ -238,15 +240,16 @@ impl ActorId {
     /// Sends a PoisonPill; completes with `true` once the actor has
     /// terminated, or `false` if it has not after `timeout`.
     pub fn graceful_stop(&self, timeout: Duration) -> GracefulStop {
-        let stop = ask::graceful_stop_watch(self, timeout);
-        self.poison_pill();
-        stop
+        self.graceful_stop_by(StopSignal::PoisonPill, timeout)
     }
 
     /// Like [`graceful_stop`](Self::graceful_stop) with a stop signal other
     /// than a PoisonPill: [`StopSignal::Stop`] or [`StopSignal::Kill`].
     pub fn graceful_stop_by(&self, signal: StopSignal, timeout: Duration) -> GracefulStop {
         let stop = ask::graceful_stop_watch(self, timeout);
+        if stop.already_terminated() {
+            return stop;
+        }
         match signal {
             StopSignal::PoisonPill => self.poison_pill(),
             StopSignal::Stop => self.stop(),

@@ -145,6 +145,12 @@ impl GracefulStop {
     pub fn wait(self) -> bool {
         self.slot.wait_clone(None).unwrap_or(false)
     }
+
+    /// Whether the target was already gone when the watch was sent (then
+    /// no stop signal is sent: it would only be a dead letter).
+    pub(crate) fn already_terminated(&self) -> bool {
+        self.slot.is_completed()
+    }
 }
 
 impl Future for GracefulStop {

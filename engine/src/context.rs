@@ -207,7 +207,11 @@ pub(crate) fn spawn<B: Actor>(
         });
     }
     let name: Arc<str> = match name {
-        Some(n) if children.map.contains_key(n) => {
+        // A child that has terminated frees its name at once, even before
+        // this parent has handled the notice of its death (Akka keeps the
+        // name reserved until then, a well-known surprise): its record is
+        // replaced, and the late notice no longer matches any child.
+        Some(n) if children.map.get(n).is_some_and(|r| !r.id.is_terminated()) => {
             return Err(SpawnError::DuplicateName {
                 parent: parent.path(),
                 name: n.to_owned(),

@@ -22,6 +22,10 @@ use crate::failure::{Failure, Killed, Outcome};
 use crate::signal::{Envelope, SystemMsg, Watcher};
 use crate::supervision::{Directive, StrategyKind, SupervisorStrategy};
 
+/// How many messages a terminating actor drains before its mailbox closes
+/// (see `finish_terminate`); what is left after that is drained after it.
+const DRAIN_BEFORE_CLOSE: usize = 1 << 16;
+
 /// Where an actor is in its life.
 enum Life {
     /// Waiting for `Create`.
@@ -550,9 +554,43 @@ impl<A: Actor> Driver<A> {
         }
         self.drop_instance();
         self.life = Life::Terminated;
+        // What is still queued goes to dead letters before anyone can learn
+        // of the end: so a watcher (or a graceful stop) that sees this actor
+        // terminated also sees the dead letters of everything that was
+        // queued before. The user lane is drained while the mailbox is still
+        // open, with signals held back until it is empty (a Watch answered
+        // early would confirm the end too soon); a cap keeps a sender that
+        // floods a dying actor from holding this run forever. Then the
+        // mailbox closes (late senders get their dead letters themselves),
+        // what raced in is drained, and the held-back signals are answered.
+        let mut held = Vec::new();
+        // SAFETY: we hold the run.
+        unsafe { self.cell().mailbox.resume_all() };
+        for _ in 0..DRAIN_BEFORE_CLOSE {
+            // SAFETY: we hold the run.
+            match unsafe { self.cell().mailbox.dequeue() } {
+                Dequeued::Empty => break,
+                Dequeued::Retry => std::thread::yield_now(),
+                Dequeued::System(msg) => held.push(msg),
+                dequeued => self.drain(dequeued),
+            }
+        }
         // SAFETY: we hold the run.
         unsafe { self.cell().mailbox.close() };
+        loop {
+            // SAFETY: we hold the run.
+            match unsafe { self.cell().mailbox.dequeue() } {
+                Dequeued::Empty => break,
+                // A sender between the two steps of its push; it finishes
+                // promptly (and the mailbox takes nothing new).
+                Dequeued::Retry => std::thread::yield_now(),
+                dequeued => self.drain(dequeued),
+            }
+        }
         let me = self.me();
+        for msg in held {
+            undeliverable_system(&me, msg);
+        }
         let parent = self.cell().core.parent.clone();
         if let Some(parent) = &parent {
             parent.send_system(SystemMsg::DeathWatchNotification(me.clone()));

@@ -90,7 +90,9 @@ mod tests {
             validate_name("a b"),
             Err(SpawnError::InvalidName { .. })
         ));
-        let e = validate_name("a/b").unwrap_err();
+        let Err(e) = validate_name("a/b") else {
+            panic!("a/b is not a valid name");
+        };
         assert!(e.to_string().contains("a/b"));
     }
 }

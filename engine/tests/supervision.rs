@@ -13,24 +13,6 @@ use proscenium::{Directive, StrategyKind};
 use support::actors::*;
 use support::*;
 
-/// Reads log lines until one equals `line`; returns the lines before it.
-#[track_caller]
-fn until(log: &Probe<String>, line: &str) -> Vec<String> {
-    let mut before = Vec::new();
-    loop {
-        let next = log.next();
-        if next == line {
-            return before;
-        }
-        before.push(next);
-    }
-}
-
-/// Reads lines until `line`, then returns whether `earlier` came before it.
-fn seen_before(log: &Probe<String>, earlier: &str, line: &str) -> bool {
-    until(log, line).iter().any(|l| l == earlier)
-}
-
 fn boss(
     system: &ActorSystem,
     log: &Probe<String>,
@@ -56,10 +38,9 @@ fn resume_keeps_state() {
     w.tell(WorkerMsg::Fail);
     w.tell(WorkerMsg::Inc);
     assert_eq!(count(&w), 3);
-    assert!(
-        until(&log, "boss decided Resume for /user/boss/w: worker failure")
-            .contains(&"w started".to_owned())
-    );
+    assert!(log
+        .until("boss decided Resume for /user/boss/w: worker failure")
+        .contains(&"w started".to_owned()));
     drop((boss, w));
     shutdown(system);
 }
@@ -79,9 +60,9 @@ fn restart_clears_state_and_does_not_reprocess_the_failing_message() {
     // reach the new instance.
     w.tell(WorkerMsg::Inc);
     assert_eq!(count(&w), 1);
-    let lines = until(&log, "w started");
+    let lines = log.until("w started");
     assert_eq!(lines, vec!["w created".to_owned()]);
-    let lines = until(&log, "w post_restart");
+    let lines = log.until("w post_restart");
     assert_eq!(
         lines,
         vec![
@@ -145,7 +126,7 @@ fn stop_directive_stops_the_child() {
     w.tell(WorkerMsg::Inc);
     w.tell(WorkerMsg::Fail);
     w.tell(WorkerMsg::Inc);
-    until(&log, "w stopped");
+    log.until("w stopped");
     assert!(
         w.graceful_stop(Duration::from_secs(20)).wait(),
         "it is gone"
@@ -180,11 +161,8 @@ fn escalate_fails_the_supervisor_itself() {
     // The boss escalates: the failure reaches the boss's own supervisor
     // (/user, default strategy: restart), which restarts the boss, whose
     // default pre_restart stops w.
-    until(
-        &log,
-        "boss decided Escalate for /user/boss/w: worker failure",
-    );
-    until(&log, "w stopped");
+    log.until("boss decided Escalate for /user/boss/w: worker failure");
+    log.until("w stopped");
     drop((boss, w));
     shutdown(system);
 }
@@ -223,16 +201,16 @@ fn a_failure_suspends_the_actor_and_its_subordinates() {
         .spawn(Worker::props("p", &log.tx()), "p")
         .expect("p");
     let child = spawn_child(&parent, "c");
-    until(&log, "c started");
+    log.until("c started");
     parent.tell(WorkerMsg::Fail);
     // /user's decider now blocks one worker until we answer.
-    until(&log, "deciding for /user/p");
+    log.until("deciding for /user/p");
     // The parent is suspended, and so is its child: neither handles this
     // now. The Suspend reached the child before we sent this.
     child.tell(WorkerMsg::Note(1));
     parent.tell(WorkerMsg::Note(2));
     decide_tx.send(Directive::Resume).expect("decider waits");
-    let before = until(&log, "c handled 1");
+    let before = log.until("c handled 1");
     assert!(
         before.contains(&"decided Resume".to_owned()),
         "child handled a message while suspended: {before:?}"
@@ -253,12 +231,12 @@ fn directives_apply_to_subordinates() {
     let boss = boss(&system, &log, Some(Directive::Restart));
     let p = hire(&boss, Worker::props_keeping_children("p", &log.tx()), "p");
     let c = spawn_child(&p, "c");
-    until(&log, "c started");
+    log.until("c started");
     p.tell(WorkerMsg::Fail);
-    until(&log, "c post_restart");
+    log.until("c post_restart");
     // Terminate: the child goes too, before its parent's post_stop.
     p.stop();
-    let before = until(&log, "p stopped");
+    let before = log.until("p stopped");
     assert!(before.contains(&"c stopped".to_owned()), "{before:?}");
     assert!(c.graceful_stop(Duration::from_secs(20)).wait());
     drop((boss, p, c));
@@ -276,9 +254,9 @@ fn default_pre_restart_stops_children_and_an_override_keeps_them() {
     let boss = boss(&system, &log, Some(Directive::Restart));
     let p = hire(&boss, Worker::props("p", &log.tx()), "p");
     let c = spawn_child(&p, "c");
-    until(&log, "c started");
+    log.until("c started");
     p.tell(WorkerMsg::Fail);
-    let before = until(&log, "p created");
+    let before = log.until("p created");
     assert!(before.contains(&"c stopped".to_owned()), "{before:?}");
     assert!(!before.contains(&"c pre_restart".to_owned()));
     assert!(
@@ -288,11 +266,11 @@ fn default_pre_restart_stops_children_and_an_override_keeps_them() {
 
     let q = hire(&boss, Worker::props_keeping_children("q", &log.tx()), "q");
     let d = spawn_child(&q, "d");
-    until(&log, "d started");
+    log.until("d started");
     d.tell(WorkerMsg::Inc);
     assert_eq!(count(&d), 1);
     q.tell(WorkerMsg::Fail);
-    let before = until(&log, "d post_restart");
+    let before = log.until("d post_restart");
     assert!(
         !before.contains(&"d stopped".to_owned()) || before.contains(&"d pre_restart".to_owned())
     );
@@ -360,11 +338,11 @@ fn the_restart_sequence_in_order() {
         .expect("p");
     let _keep = spawn_child(&p, "keep");
     let _gone = spawn_child(&p, "gone");
-    until(&log, "gone started");
+    log.until("gone started");
     p.tell(WorkerMsg::Fail);
     p.tell(WorkerMsg::Note(1));
     // /user's default strategy restarts p.
-    let lines = until(&log, "p handled 1");
+    let lines = log.until("p handled 1");
     let pos = |l: &str| {
         lines
             .iter()
@@ -380,7 +358,7 @@ fn the_restart_sequence_in_order() {
     assert!(pos("p created") < pos("p post_restart"));
     assert!(!lines.contains(&"keep stopped".to_owned()));
     // Step 6: the survivor restarts after p's post_restart.
-    let rest = until(&log, "keep post_restart");
+    let rest = log.until("keep post_restart");
     let all: Vec<String> = lines.iter().chain(rest.iter()).cloned().collect();
     let keep_pre = all
         .iter()
@@ -418,9 +396,9 @@ fn the_retry_limit_stops_the_child() {
     for _ in 0..3 {
         w.tell(WorkerMsg::Fail);
     }
-    until(&log, "w post_restart");
-    until(&log, "w post_restart");
-    until(&log, "w stopped");
+    log.until("w post_restart");
+    log.until("w post_restart");
+    log.until("w stopped");
     assert!(
         w.graceful_stop(Duration::from_secs(20)).wait(),
         "stopped after the third failure"
@@ -451,7 +429,7 @@ fn one_for_one_versus_all_for_one() {
     let b = hire(&one, Worker::props("b", &log.tx()), "b");
     b.tell(WorkerMsg::Inc);
     a.tell(WorkerMsg::Fail);
-    until(&log, "a post_restart");
+    log.until("a post_restart");
     assert_eq!(count(&b), 1, "one-for-one leaves the sibling alone");
 
     let all = system
@@ -465,7 +443,7 @@ fn one_for_one_versus_all_for_one() {
     d.tell(WorkerMsg::Inc);
     assert_eq!(count(&d), 1);
     c.tell(WorkerMsg::Fail);
-    until(&log, "d post_restart");
+    log.until("d post_restart");
     assert_eq!(count(&d), 0, "all-for-one restarts the sibling too");
 
     // All-for-one Stop stops every child.
@@ -496,16 +474,10 @@ fn the_default_decider() {
     let boss = boss(&system, &log, None);
     let w = hire(&boss, Worker::props("w", &log.tx()), "w");
     w.tell(WorkerMsg::Fail);
-    until(
-        &log,
-        "boss decided Restart for /user/boss/w: worker failure",
-    );
+    log.until("boss decided Restart for /user/boss/w: worker failure");
     w.kill();
-    until(
-        &log,
-        "boss decided Stop for /user/boss/w: the actor was killed",
-    );
-    until(&log, "w stopped");
+    log.until("boss decided Stop for /user/boss/w: the actor was killed");
+    log.until("w stopped");
 
     let tx = log.tx();
     let failing: Props<Worker> = Props::try_new(move || -> Result<Worker, std::io::Error> {
@@ -513,10 +485,7 @@ fn the_default_decider() {
         Err(std::io::Error::other("no database"))
     });
     let _x = hire(&boss, failing, "x");
-    until(
-        &log,
-        "boss decided Stop for /user/boss/x: initialization failed: no database",
-    );
+    log.until("boss decided Stop for /user/boss/x: initialization failed: no database");
 
     struct BadStart;
     impl Actor for BadStart {
@@ -547,7 +516,7 @@ fn user_guardian_parents_top_level_actors() {
     assert_eq!(a.path(), "/user/a");
     let b = spawn_child(&a, "b");
     assert_eq!(b.path(), "/user/a/b");
-    until(&log, "b started");
+    log.until("b started");
     drop((a, b));
     let report = system
         .terminate()
@@ -585,7 +554,7 @@ fn user_guardian_strategy_is_configurable() {
     a.tell(WorkerMsg::Fail);
     a.tell(WorkerMsg::Inc);
     assert_eq!(count(&a), 2, "resumed, state kept");
-    until(&log, "guardian resumes");
+    log.until("guardian resumes");
     drop(a);
     shutdown(system);
 }
@@ -609,7 +578,7 @@ fn when_user_escalates_the_system_terminates() {
         .wait_timeout(PATIENCE)
         .expect("the system terminates by itself");
     assert!(report.clean());
-    until(&log, "a stopped");
+    log.until("a stopped");
     assert!(matches!(
         system.spawn(Worker::props("b", &log.tx()), "b"),
         Err(proscenium::SpawnError::SystemTerminated)
@@ -639,7 +608,7 @@ fn system_actors_outlive_user_actors_and_restart_indefinitely() {
     s.tell(WorkerMsg::Inc);
     assert_eq!(count(&s), 1, "restarted 50 times, still there");
     let u = system.spawn(Worker::props("u", &log.tx()), "u").expect("u");
-    until(&log, "u started");
+    log.until("u started");
     drop((s, u));
     let report = system
         .terminate()

@@ -407,6 +407,18 @@ impl<S, U> Mailbox<S, U> {
         }
     }
 
+    /// Undoes every [`suspend`](Self::suspend) at once: for a holder that
+    /// is about to drain what is queued (say, into dead letters) before it
+    /// [`close`](Self::close)s the mailbox.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the run.
+    pub unsafe fn resume_all(&self) {
+        // SAFETY: we hold the run (caller's contract).
+        unsafe { self.update_flags(|f| f.suspended = 0) };
+    }
+
     /// Whether the user lane is paused.
     ///
     /// # Safety

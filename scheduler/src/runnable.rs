@@ -1,6 +1,7 @@
 //! What the scheduler runs: the [`Runnable`] trait, its [`Budget`] and its
 //! [`RunOutcome`].
 
+use crate::worker::Local;
 use std::sync::Arc;
 
 /// Something the scheduler can run: an actor cell, a future task, a timer
@@ -42,12 +43,30 @@ pub enum RunOutcome {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Budget {
     remaining: u32,
+    units: u32,
+    /// The worker this run is on (null for a budget made outside the
+    /// scheduler): from the second unit on, `consume` makes its LIFO slot
+    /// stealable (see [`Budget::consume`]).
+    local: *const Local,
 }
 
 impl Budget {
     /// A budget of `units`.
     pub fn new(units: u32) -> Budget {
-        Budget { remaining: units }
+        Budget {
+            remaining: units,
+            units,
+            local: std::ptr::null(),
+        }
+    }
+
+    /// A budget for a run on the worker `local`.
+    pub(crate) fn on_worker(units: u32, local: &Local) -> Budget {
+        Budget {
+            remaining: units,
+            units,
+            local,
+        }
     }
 
     /// Units left.
@@ -57,10 +76,23 @@ impl Budget {
 
     /// Spends one unit if there is one. Returns `false` when the budget is
     /// already exhausted (the caller should stop and yield).
+    ///
+    /// From the second unit on, a runnable that this run woke and that
+    /// waits in the worker's LIFO slot moves to the worker's stealable
+    /// queue: the slot is for "run it right after me", and this run is
+    /// going on, possibly for long (a slow or blocking handler), so another
+    /// worker may take it rather than let it wait behind us.
     #[inline]
     pub fn consume(&mut self) -> bool {
         if self.remaining == 0 {
             return false;
+        }
+        if self.remaining != self.units && !self.local.is_null() {
+            // SAFETY: `local` was set by `on_worker` from the `Local` of the
+            // worker whose `run_job` made this budget and lent it to the run
+            // by `&mut`; that `Local` outlives the run, and the budget is not
+            // `Send` (raw pointer), so this is that worker's thread.
+            unsafe { (*self.local).share_lifo() };
         }
         self.remaining -= 1;
         true

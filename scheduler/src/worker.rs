@@ -101,6 +101,19 @@ impl Local {
         }
     }
 
+    /// Moves the LIFO slot's occupant, if any, to the back of the local
+    /// (stealable) queue, waking a sleeper if that queue was empty.
+    #[inline]
+    pub(crate) fn share_lifo(&self) {
+        if let Some(job) = self.lifo.take() {
+            let was_empty = self.deque.is_empty();
+            self.deque.push(job);
+            if was_empty {
+                self.shared.idle.notify_one();
+            }
+        }
+    }
+
     fn counters(&self) -> &Counters {
         &self.shared.counters[self.index]
     }
@@ -302,7 +315,7 @@ impl LoopState<'_> {
             }
         }
         Counters::bump(&local.counters().runs);
-        let mut budget = Budget::new(shared.throughput);
+        let mut budget = Budget::on_worker(shared.throughput, local);
         // Kept to requeue on `Yield`: `run` consumes its `Arc`.
         let again = Arc::clone(&job);
         match catch_unwind(AssertUnwindSafe(|| job.run(&mut budget))) {

@@ -32,8 +32,32 @@ pub enum WorkerMsg {
     Note(u32),
     /// Spawn a worker child with this tag (and the same log), reply with it.
     SpawnChild(String, Reply<ActorRef<WorkerMsg>>),
-    /// Block the handler until the channel yields (a test-controlled gate).
-    Block(Arc<Mutex<std::sync::mpsc::Receiver<()>>>),
+    /// Log `"<tag> blocked"`, then block the handler until the channel
+    /// yields (a test-controlled gate; see [`block`]).
+    Block(Gate),
+    /// Stop itself through its context.
+    StopSelf,
+    /// Stop the given actor (a child) through its context.
+    StopOther(ActorId),
+    /// Watch the given actor.
+    Watch(ActorId),
+    /// Stop watching the given actor.
+    Unwatch(ActorId),
+}
+
+/// The shared end a blocked handler waits on.
+pub type Gate = Arc<Mutex<std::sync::mpsc::Receiver<()>>>;
+
+/// A gate and the sender that opens it (one `send` per pass).
+pub fn gate() -> (Sender<()>, Gate) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    (tx, Arc::new(Mutex::new(rx)))
+}
+
+/// A `Block` message and the sender that opens its gate.
+pub fn block() -> (Sender<()>, WorkerMsg) {
+    let (tx, gate) = gate();
+    (tx, WorkerMsg::Block(gate))
 }
 
 /// Counts, fails on demand, and logs `started`, `stopped`,
@@ -89,8 +113,13 @@ impl Actor for Worker {
                 reply.send(child);
             }
             WorkerMsg::Block(gate) => {
+                log(&self.log, &self.tag, "blocked");
                 let _ = gate.lock().expect("gate").recv();
             }
+            WorkerMsg::StopSelf => ctx.stop_self(),
+            WorkerMsg::StopOther(who) => ctx.stop(&who),
+            WorkerMsg::Watch(who) => ctx.watch(&who),
+            WorkerMsg::Unwatch(who) => ctx.unwatch(&who),
         }
         Ok(())
     }
@@ -102,6 +131,15 @@ impl Actor for Worker {
 
     fn post_stop(&mut self, _ctx: &mut Context<Self>) {
         log(&self.log, &self.tag, "stopped");
+    }
+
+    fn on_terminated(&mut self, _ctx: &mut Context<Self>, who: ActorId) -> Outcome {
+        log(
+            &self.log,
+            &self.tag,
+            &format!("saw {} terminate", who.name()),
+        );
+        Ok(())
     }
 
     fn pre_restart(&mut self, ctx: &mut Context<Self>, _failure: &Failure) {
@@ -141,6 +179,8 @@ pub enum BossMsg {
     /// Spawn a worker child; reply with it.
     Hire(Props<Worker>, String, Reply<ActorRef<WorkerMsg>>),
     Fail,
+    /// Log `"boss blocked"`, then block until the gate opens.
+    Block(Gate),
 }
 
 /// A supervisor with a fixed directive (or the default decider), which logs
@@ -180,6 +220,10 @@ impl Actor for Boss {
         match msg {
             BossMsg::Hire(props, name, reply) => reply.send(ctx.spawn(props, &name)?),
             BossMsg::Fail => return Err(Box::new(WorkerFailure)),
+            BossMsg::Block(gate) => {
+                let _ = self.log.send("boss blocked".to_owned());
+                let _ = gate.lock().expect("gate").recv();
+            }
         }
         Ok(())
     }

@@ -74,6 +74,21 @@ impl<T: Send + 'static> Probe<T> {
     }
 }
 
+impl<T: Send + PartialEq + std::fmt::Debug + 'static> Probe<T> {
+    /// Reads items until one equals `item`; returns the items before it.
+    #[track_caller]
+    pub fn until(&self, item: impl PartialEq<T> + std::fmt::Debug) -> Vec<T> {
+        let mut before = Vec::new();
+        loop {
+            let next = self.next();
+            if item == next {
+                return before;
+            }
+            before.push(next);
+        }
+    }
+}
+
 /// Subscribes a probe to dead letters, keeping `f` of each.
 pub fn dead_letter_probe<T: Send + 'static>(
     system: &ActorSystem,
@@ -88,3 +103,75 @@ pub fn dead_letter_probe<T: Send + 'static>(
 }
 
 pub mod actors;
+
+/// The `tracing` output of this test binary, captured by a global
+/// subscriber installed on first use (actors log on worker threads, so a
+/// thread-local subscriber would miss them).
+pub struct Logs {
+    text: std::sync::Mutex<String>,
+    grew: std::sync::Condvar,
+}
+
+impl Logs {
+    /// Installs the capturing subscriber once per test binary.
+    pub fn capture() -> &'static Logs {
+        static LOGS: std::sync::OnceLock<&'static Logs> = std::sync::OnceLock::new();
+        LOGS.get_or_init(|| {
+            let logs: &'static Logs = Box::leak(Box::new(Logs {
+                text: std::sync::Mutex::new(String::new()),
+                grew: std::sync::Condvar::new(),
+            }));
+            let subscriber = tracing_subscriber::fmt()
+                .with_ansi(false)
+                .with_max_level(tracing::Level::DEBUG)
+                .with_writer(move || LogWriter(logs))
+                .finish();
+            tracing::subscriber::set_global_default(subscriber)
+                .expect("no other global subscriber in this test binary");
+            logs
+        })
+    }
+
+    /// Waits for a line that contains every one of `parts`, and returns it;
+    /// fails the test after [`PATIENCE`].
+    #[track_caller]
+    pub fn wait_for(&self, parts: &[&str]) -> String {
+        let deadline = std::time::Instant::now() + PATIENCE;
+        let mut text = self.text.lock().expect("log lock");
+        loop {
+            if let Some(line) = text.lines().find(|l| parts.iter().all(|p| l.contains(p))) {
+                return line.to_owned();
+            }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            assert!(!left.is_zero(), "no log line with {parts:?} in:\n{text}");
+            text = self.grew.wait_timeout(text, left).expect("log lock").0;
+        }
+    }
+
+    /// The lines logged so far that contain every one of `parts`.
+    pub fn lines_with(&self, parts: &[&str]) -> Vec<String> {
+        let text = self.text.lock().expect("log lock");
+        text.lines()
+            .filter(|l| parts.iter().all(|p| l.contains(p)))
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+struct LogWriter(&'static Logs);
+
+impl std::io::Write for LogWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .text
+            .lock()
+            .expect("log lock")
+            .push_str(&String::from_utf8_lossy(buf));
+        self.0.grew.notify_all();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}

@@ -69,6 +69,23 @@ fn suspended_mailbox_serves_system_lane_only_and_nests() {
 }
 
 #[test]
+fn resume_all_lifts_nested_suspensions_at_once() {
+    let mb = Mb::new();
+    let _ = mb.enqueue_user(1);
+    // SAFETY: we hold the run from the enqueue above.
+    unsafe {
+        mb.suspend();
+        mb.suspend();
+        assert_eq!(mb.dequeue(), Dequeued::Empty, "user lane paused");
+        mb.resume_all();
+        assert!(!mb.is_suspended());
+        assert_eq!(mb.dequeue(), Dequeued::User(1));
+        assert!(mb.resume(), "a resume after resume_all is harmless");
+        assert_eq!(mb.release(), Release::Idle);
+    }
+}
+
+#[test]
 fn release_reports_messages_that_arrived_during_the_run() {
     let mb = Mb::new();
     let _ = mb.enqueue_user(1);
