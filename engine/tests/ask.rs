@@ -1,0 +1,170 @@
+//! Request-reply (`ask`): a blocking `wait()`, `.await` on the engine's own
+//! scheduler and on a foreign executor (tokio), the typed timeout, late
+//! replies to dead letters, and the no-reply cases.
+//!
+//! ARCHITECTURE.md: "`ask` ... work[s] with any executor and also offer[s] a
+//! blocking `.wait()`"; the issue: "a late reply goes to dead letters; the
+//! timeout is a typed error."
+
+mod support;
+
+use std::time::Duration;
+
+use proscenium::prelude::*;
+use support::*;
+
+/// Answers `Get` at once, holds `Hold` replies until `Release`, drops the
+/// reply of `Drop`.
+struct Clerk {
+    held: Vec<Reply<u64>>,
+}
+
+enum ClerkMsg {
+    Get(Reply<u64>),
+    Hold(Reply<u64>),
+    Release(u64),
+    Drop(Reply<u64>),
+    Pending(Reply<usize>),
+}
+
+impl Actor for Clerk {
+    type Msg = ClerkMsg;
+
+    fn receive(&mut self, _ctx: &mut Context<Self>, msg: ClerkMsg) -> Outcome {
+        match msg {
+            ClerkMsg::Get(r) => r.send(7),
+            ClerkMsg::Hold(r) => self.held.push(r),
+            ClerkMsg::Release(v) => {
+                for r in self.held.drain(..) {
+                    r.send(v);
+                }
+            }
+            ClerkMsg::Drop(r) => drop(r),
+            ClerkMsg::Pending(r) => {
+                let n = self.held.iter().filter(|h| h.is_pending()).count();
+                r.send(n);
+            }
+        }
+        Ok(())
+    }
+}
+
+fn clerk(system: &ActorSystem) -> ActorRef<ClerkMsg> {
+    system
+        .spawn(Props::new(|| Clerk { held: Vec::new() }), "clerk")
+        .expect("clerk")
+}
+
+/// A plain thread blocks on the answer.
+#[test]
+fn ask_and_wait() {
+    let system = system();
+    let c = clerk(&system);
+    assert_eq!(c.ask(ClerkMsg::Get, PATIENCE).wait(), Ok(7));
+    drop(c);
+    shutdown(system);
+}
+
+/// The same future, awaited: on the engine's scheduler (a task spawned on
+/// the system's handle, and `block_on`), and on tokio's runtime.
+#[test]
+fn ask_is_a_future_for_any_executor() {
+    let system = system();
+    let c = clerk(&system);
+
+    let on_ours = {
+        let c = c.clone();
+        system
+            .scheduler_handle()
+            .spawn(async move { c.ask(ClerkMsg::Get, PATIENCE).await })
+    };
+    assert_eq!(on_ours.wait().expect("the task completes"), Ok(7));
+    assert_eq!(
+        proscenium_scheduler::block_on(c.ask(ClerkMsg::Get, PATIENCE)),
+        Ok(7)
+    );
+
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .build()
+        .expect("tokio");
+    let on_tokio = {
+        let c = c.clone();
+        tokio.block_on(async move {
+            let a = c.ask(ClerkMsg::Get, PATIENCE).await;
+            let b = c.ask(ClerkMsg::Get, PATIENCE).await;
+            (a, b)
+        })
+    };
+    assert_eq!(on_tokio, (Ok(7), Ok(7)));
+    drop(tokio);
+    drop(c);
+    shutdown(system);
+}
+
+/// The timeout is a typed error carrying the timeout; the reply that comes
+/// later goes to dead letters (with no recipient: nobody is waiting).
+#[test]
+fn a_timeout_is_typed_and_a_late_reply_is_a_dead_letter() {
+    let system = system();
+    let late = dead_letter_probe(&system, |d| {
+        (d.recipient().is_none(), d.downcast_ref::<u64>().copied())
+    });
+    let c = clerk(&system);
+    let timeout = Duration::from_millis(30);
+    let answer = c.ask(ClerkMsg::Hold, timeout).wait();
+    assert_eq!(answer, Err(AskError::Timeout(timeout)));
+    assert_eq!(
+        answer.expect_err("timed out").to_string(),
+        "no reply within 30ms"
+    );
+    // The clerk can tell the asker has gone.
+    assert_eq!(c.ask(ClerkMsg::Pending, PATIENCE).wait(), Ok(0));
+    c.tell(ClerkMsg::Release(99));
+    assert_eq!(late.next(), (true, Some(99)));
+    drop(c);
+    shutdown(system);
+}
+
+/// A reply in time is not affected by the timer that was armed for it (it
+/// is cancelled), and a held reply is still pending until answered.
+#[test]
+fn a_reply_in_time_wins_over_the_timer() {
+    let system = system();
+    let c = clerk(&system);
+    let waiting = c.ask(ClerkMsg::Hold, PATIENCE);
+    assert_eq!(c.ask(ClerkMsg::Pending, PATIENCE).wait(), Ok(1));
+    c.tell(ClerkMsg::Release(5));
+    assert_eq!(waiting.wait(), Ok(5));
+    drop(c);
+    shutdown(system);
+}
+
+/// No reply at all: the actor dropped the `Reply`, or the actor had
+/// terminated (then the request itself is a dead letter, addressed to it).
+#[test]
+fn no_reply_when_the_reply_is_dropped_or_the_actor_is_gone() {
+    let system = system();
+    let requests = dead_letter_probe(&system, |d| {
+        (
+            d.recipient().map(|r| r.path()),
+            d.downcast_ref::<ClerkMsg>()
+                .is_some_and(|m| matches!(m, ClerkMsg::Get(_))),
+        )
+    });
+    let c = clerk(&system);
+    assert_eq!(
+        c.ask(ClerkMsg::Drop, PATIENCE).wait(),
+        Err(AskError::NoReply)
+    );
+    assert!(c.graceful_stop(PATIENCE).wait());
+    assert_eq!(
+        c.ask(ClerkMsg::Get, PATIENCE).wait(),
+        Err(AskError::NoReply)
+    );
+    // The Reply inside the dead letter was dropped with it: the answer came
+    // at once, not after the timeout. The dead letter names the clerk.
+    assert_eq!(requests.next(), (Some("/user/clerk".to_owned()), true));
+    drop(c);
+    shutdown(system);
+}
