@@ -625,13 +625,20 @@ impl<A: Actor> Drive<A::Msg> for Driver<A> {
     fn run(&mut self, cell: &Arc<Cell<A::Msg>>, budget: &mut Budget) -> RunEnd {
         self.ctx.cell = Some(Arc::clone(cell));
         let end = loop {
-            if !budget.consume() {
+            if budget.is_exhausted() {
                 break RunEnd::Yield;
             }
             // SAFETY: `Cell::run` holds the run while it calls us.
             let dequeued = unsafe { cell.mailbox.dequeue() };
+            if matches!(dequeued, Dequeued::Empty | Dequeued::Retry) {
+                break RunEnd::Release;
+            }
+            // Spent only with a message in hand: from the second one on,
+            // `consume` lets other workers steal what this run woke (see
+            // `Budget::consume`), which an idle mailbox must not trigger.
+            let _ = budget.consume();
             match dequeued {
-                Dequeued::Empty | Dequeued::Retry => break RunEnd::Release,
+                Dequeued::Empty | Dequeued::Retry => unreachable!("handled above"),
                 _ if matches!(self.life, Life::Terminated) => self.drain(dequeued),
                 Dequeued::User(envelope) => self.invoke(envelope),
                 Dequeued::System(msg) => self.system(msg),

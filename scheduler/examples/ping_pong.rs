@@ -38,10 +38,9 @@ mod ping_pong {
         fn run(self: Arc<Self>, budget: &mut Budget) -> RunOutcome {
             let peer = self.peer.get().expect("peer set before start");
             loop {
-                while budget.consume() {
-                    if self.inbox.load(Ordering::Acquire) == 0 {
-                        break;
-                    }
+                // Spend a unit only with a message in hand (Budget::consume).
+                while !budget.is_exhausted() && self.inbox.load(Ordering::Acquire) > 0 {
+                    let _ = budget.consume();
                     self.inbox.fetch_sub(1, Ordering::AcqRel);
                     let n = self.handled.fetch_add(1, Ordering::Relaxed) + 1;
                     if n == self.total {

@@ -77,7 +77,9 @@ impl Budget {
     /// Spends one unit if there is one. Returns `false` when the budget is
     /// already exhausted (the caller should stop and yield).
     ///
-    /// From the second unit on, a runnable that this run woke and that
+    /// Call it with the next unit of work in hand (check
+    /// [`is_exhausted`](Self::is_exhausted) before fetching it): from the
+    /// second unit on, a runnable that this run woke and that
     /// waits in the worker's LIFO slot moves to the worker's stealable
     /// queue: the slot is for "run it right after me", and this run is
     /// going on, possibly for long (a slow or blocking handler), so another

@@ -86,13 +86,18 @@ impl<M: Send + 'static> Runnable for Cell<M> {
         );
         let mut behaviour = self.behaviour.lock().expect("behaviour never panics");
         let outcome = loop {
-            if !budget.consume() {
+            if budget.is_exhausted() {
                 // Keep the run; the scheduler requeues us at the back.
                 break RunOutcome::Yield;
             }
             // SAFETY: this run was submitted by the winner of MustSchedule (or
             // by us after Reschedule/Yield): we hold the mailbox's run.
-            match unsafe { self.mailbox.dequeue() } {
+            let dequeued = unsafe { self.mailbox.dequeue() };
+            if !matches!(dequeued, Dequeued::Empty | Dequeued::Retry) {
+                // Spent with the message in hand (see `Budget::consume`).
+                let _ = budget.consume();
+            }
+            match dequeued {
                 // SAFETY: as above.
                 Dequeued::System(Signal::Stop) => unsafe { self.mailbox.close() },
                 Dequeued::User(_) if self.mailbox.is_closed() => {
