@@ -114,6 +114,15 @@ impl Local {
         }
     }
 
+    /// Whether the LIFO slot holds a runnable.
+    #[inline]
+    fn has_lifo(&self) -> bool {
+        let job = self.lifo.take();
+        let has = job.is_some();
+        self.lifo.set(job);
+        has
+    }
+
     fn counters(&self) -> &Counters {
         &self.shared.counters[self.index]
     }
@@ -321,8 +330,18 @@ impl LoopState<'_> {
         match catch_unwind(AssertUnwindSafe(|| job.run(&mut budget))) {
             Ok(RunOutcome::Done) => {}
             Ok(RunOutcome::Yield) => {
+                // Wake a sleeper only if other work waits in this queue:
+                // then a second worker can run the two in parallel. Alone in
+                // the queue, the yielder is popped again by this worker at
+                // once; waking another only to steal it would move one busy
+                // actor between workers (a futex wake per budget, both cores
+                // awake for one core's work). Liveness does not depend on
+                // this: work already queued was announced when it came.
+                let others_waiting = !local.deque.is_empty() || local.has_lifo();
                 local.deque.push(again);
-                shared.idle.notify_one();
+                if others_waiting {
+                    shared.idle.notify_one();
+                }
             }
             Err(payload) => report_panic(&*payload, "runnable"),
         }
