@@ -4,7 +4,8 @@
 
 use std::cell::UnsafeCell;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::hash::{BuildHasher, DefaultHasher, RandomState};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use proscenium_mailbox::{Enqueued, Mailbox, Release, SendError, TrySendError};
 use proscenium_scheduler::{Budget, RunOutcome, Runnable};
@@ -64,10 +65,25 @@ pub(crate) struct CellCore {
 /// A parent's children, by name.
 #[derive(Default)]
 pub(crate) struct Children {
-    pub(crate) map: HashMap<Arc<str>, ChildRecord>,
+    pub(crate) map: HashMap<Arc<str>, ChildRecord, ProcessKeyed>,
     /// Set when the parent starts terminating: no more children.
     pub(crate) closed: bool,
     next_anonymous: u64,
+}
+
+/// SipHash keyed once per process: as DoS-resistant as the standard
+/// `RandomState` (names may come from outside input), but zero-sized, where
+/// `RandomState` keeps 16 bytes of keys in every map, that is in every cell.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct ProcessKeyed;
+
+impl BuildHasher for ProcessKeyed {
+    type Hasher = DefaultHasher;
+
+    fn build_hasher(&self) -> DefaultHasher {
+        static KEYS: OnceLock<RandomState> = OnceLock::new();
+        KEYS.get_or_init(RandomState::new).build_hasher()
+    }
 }
 
 /// One child, as its parent sees it.
@@ -263,5 +279,27 @@ pub(crate) fn run_callback(callback: Box<dyn FnOnce() + Send>) {
             panic = %crate::failure::panic_message(payload.as_ref()),
             "a termination callback panicked"
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::mem::{align_of, size_of};
+
+    /// Every actor pays for a cell: it stays under 192 bytes and forces no
+    /// alignment beyond a word, so the `Arc` around it is not padded to a
+    /// cache line (figures in BENCHMARKS.md, idle-actor RSS).
+    #[test]
+    fn a_cell_stays_small_and_word_aligned() {
+        assert!(
+            size_of::<super::Cell<u64>>() <= 192,
+            "{}",
+            size_of::<super::Cell<u64>>()
+        );
+        assert!(align_of::<super::Cell<u64>>() <= 8);
+        // The per-actor state the driver keeps besides the actor itself.
+        let driver = size_of::<crate::driver::Driver<crate::guardian::User>>();
+        let user = size_of::<crate::guardian::User>();
+        assert!(driver - user <= 112, "{}", driver - user);
     }
 }

@@ -169,15 +169,13 @@ impl<A: Actor> Driver<A> {
                 self.fail(failure, SuspendChildren::All);
             }
             Envelope::Terminated(seq) => {
-                let Some(pos) = self
-                    .ctx
-                    .terminated_queued
-                    .iter()
-                    .position(|(s, _)| *s == seq)
-                else {
+                let Some(state) = self.ctx.watch.as_deref_mut() else {
+                    return; // stopped watching meanwhile
+                };
+                let Some(pos) = state.terminated_queued.iter().position(|(s, _)| *s == seq) else {
                     return; // unwatched meanwhile
                 };
-                let (_, who) = self.ctx.terminated_queued.swap_remove(pos);
+                let (_, who) = state.terminated_queued.swap_remove(pos);
                 if let Err(failure) = self.call(|a, ctx| a.on_terminated(ctx, who)) {
                     self.fail(failure, SuspendChildren::All);
                 }
@@ -481,8 +479,11 @@ impl<A: Actor> Driver<A> {
                 false
             }
         };
-        if let Some(pos) = self.ctx.watching.iter().position(|w| *w == who) {
-            self.ctx.watching.swap_remove(pos);
+        let watched = self.ctx.watch.as_deref_mut().is_some_and(|state| {
+            let pos = state.watching.iter().position(|w| *w == who);
+            pos.map(|pos| state.watching.swap_remove(pos)).is_some()
+        });
+        if watched {
             self.queue_terminated(who);
         }
         if was_child {
@@ -500,15 +501,17 @@ impl<A: Actor> Driver<A> {
         if self.is_stopping() {
             return;
         }
-        let seq = self.ctx.next_terminated;
-        self.ctx.next_terminated += 1;
-        self.ctx.terminated_queued.push((seq, who));
+        let state = self.ctx.watch_state();
+        let seq = state.next_terminated;
+        state.next_terminated += 1;
+        state.terminated_queued.push((seq, who));
         match self.cell().mailbox.enqueue_user(Envelope::Terminated(seq)) {
             // We hold the run, so the owner is already scheduled.
             Ok(_) => {}
             Err(TrySendError::Full(_)) => {
                 // A full bounded mailbox: handle it now rather than lose it.
-                let (_, who) = self.ctx.terminated_queued.pop().expect("pushed above");
+                let (_, who) =
+                    (self.ctx.watch_state().terminated_queued.pop()).expect("pushed above");
                 if self.failed {
                     tracing::warn!(actor = %self.path(), watched = %who, "Terminated dropped: the mailbox is full and the actor is suspended");
                 } else if let Err(failure) = self.call(|a, ctx| a.on_terminated(ctx, who)) {
@@ -531,10 +534,13 @@ impl<A: Actor> Driver<A> {
         unsafe { self.cell().mailbox.suspend() };
         self.life = Life::Terminating;
         let me = self.me();
-        for watched in self.ctx.watching.drain(..) {
-            watched.send_system(SystemMsg::Unwatch(me.clone()));
+        // Dropping the state also forgets the Terminated signals queued and
+        // not yet handled: a stopping actor handles no more of them.
+        if let Some(state) = self.ctx.watch.take() {
+            for watched in state.watching {
+                watched.send_system(SystemMsg::Unwatch(me.clone()));
+            }
         }
-        self.ctx.terminated_queued.clear();
         self.cell().core.children().closed = true;
         self.ctx.stop_all_children();
         self.termination_progress();

@@ -197,7 +197,9 @@ fn an_unhandled_terminated_fails_the_watcher_with_a_death_pact() {
                 log: tx.clone(),
                 kind: StrategyKind::OneForOne,
             }),
-            "pact",
+            // Unique among the tests of this binary: they share the log
+            // capture, and every test system is named "test".
+            "lone-pact",
         )
         .expect("pact");
     log.until("pact started");
@@ -207,7 +209,7 @@ fn an_unhandled_terminated_fails_the_watcher_with_a_death_pact() {
                          // /user's default decider restarts the pact (a death pact is not an
                          // initialization failure), and the logs say why.
     log.until("pact started");
-    let line = logs.wait_for(&["actor failed", "/user/pact"]);
+    let line = logs.wait_for(&["actor failed", "/user/lone-pact "]);
     assert!(line.contains("Restart"), "{line}");
     assert!(
         line.contains("resource"),

@@ -77,9 +77,9 @@ pub enum Release {
 ///     assert_eq!(mb.release(), Release::Idle);
 /// }
 /// ```
-#[repr(C)] // keep the senders' words and the run holder's words apart
+#[repr(C)] // the senders' words first, then the run holder's
 pub struct Mailbox<S, U> {
-    // First cache line: what senders touch on every send.
+    // What senders touch on every send.
     /// Run-state bits (see `state.rs`). Senders set `SCHEDULED`; only the
     /// run holder clears it and sets `CLOSED`.
     state: AtomicUsize,
@@ -89,13 +89,14 @@ pub struct Mailbox<S, U> {
     /// User messages reserved or queued; kept only when bounded. Senders
     /// increment, the run holder decrements.
     user_len: AtomicUsize,
-    // Second cache line: what only the run holder touches.
+    // What only the run holder touches.
     holder: Holder<S, U>,
 }
 
-/// The run holder's side of a mailbox, on its own cache line so that a
-/// flooded owner's consumer does not share a line with its producers.
-#[repr(align(64))]
+/// The run holder's side of a mailbox, after the senders' words. Not
+/// aligned to a cache line of its own: that alignment made every cell
+/// 64-byte aligned and cost about 190 bytes of RSS per idle actor, for a
+/// fan-in difference within noise (decision record 0002, BENCHMARKS.md).
 struct Holder<S, U> {
     /// The system lane's producer end lives here, with the holder, not on
     /// the senders' line: system messages are rare, while the holder looks at

@@ -240,8 +240,14 @@ fn threads_exchange_through_the_run_protocol() {
     }
 }
 
+/// The mailbox is part of every cell: it stays within one cache line's
+/// worth of bytes and forces no alignment on the cell (decision record 0002).
 #[test]
-fn senders_and_holder_words_sit_on_separate_cache_lines() {
-    assert_eq!(std::mem::align_of::<Mb>(), 64);
-    assert_eq!(std::mem::size_of::<Mb>(), 128);
+fn mailbox_fits_in_64_bytes_without_forcing_alignment() {
+    assert!(
+        std::mem::size_of::<Mb>() <= 64,
+        "{}",
+        std::mem::size_of::<Mb>()
+    );
+    assert!(std::mem::align_of::<Mb>() <= 8);
 }
