@@ -1,2 +1,29 @@
-//! Placeholder: this layer is built by a later issue.
+//! Coordinated shutdown for proscenium: the phases of Akka's
+//! `CoordinatedShutdown` as a validated DAG, tasks added to phases, and one
+//! run that executes them phase after phase on the scheduler.
+//!
+//! * [`ShutdownConfig`] and [`PhaseConfig`]: the phases (the defaults of
+//!   [`Phase`], plus your own), their timeouts, `recover` and `enabled`, and
+//!   the process-level flags; in code or from TOML with Akka's key names.
+//! * [`CoordinatedShutdown`]: `add_task`, `add_cancellable_task`, `run`
+//!   (idempotent: one shared [`ShutdownRun`]), `state` (which phase, which
+//!   task holds it up).
+//!
+//! This crate knows phases, tasks and the scheduler, not actors: the engine
+//! adds the actor-termination tasks and terminates the system in the last
+//! phase.
 #![deny(missing_docs)]
+
+mod config;
+mod phase;
+mod run;
+mod shutdown;
+mod signals;
+
+pub use crate::config::{ConfigError, ShutdownConfig};
+pub use crate::phase::{Phase, PhaseConfig};
+pub use crate::run::{Reason, ShutdownError, ShutdownRun, TaskError, TaskFailure};
+pub use crate::shutdown::{
+    AddTaskError, Cancellable, CoordinatedShutdown, RunState, ShutdownState, TaskReport, TaskState,
+};
+pub use crate::signals::{SignalError, SignalRegistration};

@@ -1,0 +1,454 @@
+//! [`ShutdownConfig`]: the settings of a coordinated shutdown, in code or
+//! from TOML with Akka's key names, and their validation into an order.
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::phase::{default_phases, Phase, PhaseConfig};
+
+/// Why a configuration was refused. Every variant names what is involved.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// `depends_on` names a phase that does not exist.
+    #[error("phase `{phase}` depends on `{depends_on}`, which is not a phase")]
+    UnknownPhase {
+        /// The phase with the dependency.
+        phase: String,
+        /// The missing phase it names.
+        depends_on: String,
+    },
+    /// The dependencies form a cycle.
+    #[error("the phases form a cycle: {}", cycle_text(.phases))]
+    Cycle {
+        /// The phases on the cycle, each depending on the next, the last on
+        /// the first.
+        phases: Vec<String>,
+    },
+    /// A phase depends on `actor-system-terminate`, the last phase: it would
+    /// run after the actor system has terminated.
+    #[error("phase `{phase}` depends on `actor-system-terminate`, which must stay the last phase")]
+    AfterLastPhase {
+        /// The phase with the dependency.
+        phase: String,
+    },
+    /// A key has a value of the wrong type or form.
+    #[error("`{key}`: {message}")]
+    InvalidValue {
+        /// The full key, e.g. `coordinated-shutdown.phases.service-stop.timeout`.
+        key: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// A key this configuration does not know.
+    #[error("unknown key `{key}`")]
+    UnknownKey {
+        /// The full key.
+        key: String,
+    },
+    /// The text is not TOML.
+    #[error("not valid TOML: {0}")]
+    Parse(String),
+    /// The file could not be read.
+    #[error("cannot read {path}: {message}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The operating system's message.
+        message: String,
+    },
+}
+
+fn cycle_text(phases: &[String]) -> String {
+    let mut text = phases.join(" -> ");
+    if let Some(first) = phases.first() {
+        text.push_str(" -> ");
+        text.push_str(first);
+    }
+    text
+}
+
+/// The settings of a coordinated shutdown (`coordinated-shutdown.*`).
+///
+/// ```
+/// use proscenium_shutdown::{Phase, PhaseConfig, ShutdownConfig};
+/// use std::time::Duration;
+///
+/// let config = ShutdownConfig::default()
+///     .default_phase_timeout(Duration::from_secs(2))
+///     .phase("flush-caches", PhaseConfig::new().depends_on(Phase::SERVICE_STOP))
+///     .depends_on(Phase::BEFORE_CLUSTER_SHUTDOWN, "flush-caches");
+/// let order = config.ordered_phases().unwrap();
+/// let at = |p: &str| order.iter().position(|q| q == p).unwrap();
+/// assert!(at(Phase::SERVICE_STOP) < at("flush-caches"));
+/// assert!(at("flush-caches") < at(Phase::BEFORE_CLUSTER_SHUTDOWN));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShutdownConfig {
+    /// The timeout of phases that set none (`default-phase-timeout`).
+    pub default_phase_timeout: Duration,
+    /// Exit the process once the run has completed (`exit-process`).
+    pub exit_process: bool,
+    /// The process's exit code then (`exit-code`).
+    pub exit_code: i32,
+    /// SIGTERM and SIGINT run the shutdown (`run-by-signals`).
+    pub run_by_signals: bool,
+    /// The last phase terminates the actor system (`terminate-actor-system`).
+    pub terminate_actor_system: bool,
+    /// Terminating the actor system runs the shutdown
+    /// (`run-by-actor-system-terminate`).
+    pub run_by_actor_system_terminate: bool,
+    /// In the order they were defined: the defaults first.
+    phases: Vec<(String, PhaseConfig)>,
+}
+
+impl Default for ShutdownConfig {
+    /// Akka's defaults: the default phases, a 5 s default phase timeout,
+    /// run by signals and by the actor system's terminate, terminating the
+    /// system in the last phase; the process is not exited (Akka's
+    /// `exit-jvm = off`), exit code 0.
+    fn default() -> ShutdownConfig {
+        ShutdownConfig {
+            default_phase_timeout: Duration::from_secs(5),
+            exit_process: false,
+            exit_code: 0,
+            run_by_signals: true,
+            terminate_actor_system: true,
+            run_by_actor_system_terminate: true,
+            phases: default_phases(),
+        }
+    }
+}
+
+impl ShutdownConfig {
+    /// The timeout of phases that set none.
+    pub fn default_phase_timeout(mut self, timeout: Duration) -> ShutdownConfig {
+        self.default_phase_timeout = timeout;
+        self
+    }
+
+    /// Exit the process once the run has completed.
+    pub fn exit_process(mut self, on: bool) -> ShutdownConfig {
+        self.exit_process = on;
+        self
+    }
+
+    /// The process's exit code when `exit_process` is on.
+    pub fn exit_code(mut self, code: i32) -> ShutdownConfig {
+        self.exit_code = code;
+        self
+    }
+
+    /// Run on SIGTERM and SIGINT.
+    pub fn run_by_signals(mut self, on: bool) -> ShutdownConfig {
+        self.run_by_signals = on;
+        self
+    }
+
+    /// Terminate the actor system in the last phase (off for tests).
+    pub fn terminate_actor_system(mut self, on: bool) -> ShutdownConfig {
+        self.terminate_actor_system = on;
+        self
+    }
+
+    /// Run when the actor system is terminated.
+    pub fn run_by_actor_system_terminate(mut self, on: bool) -> ShutdownConfig {
+        self.run_by_actor_system_terminate = on;
+        self
+    }
+
+    /// Adds a phase, or replaces the settings of an existing one.
+    pub fn phase(mut self, name: impl Into<String>, config: PhaseConfig) -> ShutdownConfig {
+        self.set_phase(name.into(), config);
+        self
+    }
+
+    fn set_phase(&mut self, name: String, config: PhaseConfig) {
+        match self.phases.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, existing)) => *existing = config,
+            None => self.phases.push((name, config)),
+        }
+    }
+
+    /// Makes `phase` depend on `on` as well (Akka: "overriding a phase with
+    /// an additional depends-on"); adds `phase` if it is new.
+    pub fn depends_on(mut self, phase: impl Into<String>, on: impl Into<String>) -> ShutdownConfig {
+        let phase = phase.into();
+        let on = on.into();
+        match self.phases.iter_mut().find(|(n, _)| *n == phase) {
+            Some((_, existing)) => {
+                if !existing.depends_on.contains(&on) {
+                    existing.depends_on.push(on);
+                }
+            }
+            None => self.phases.push((phase, PhaseConfig::new().depends_on(on))),
+        }
+        self
+    }
+
+    /// A phase's settings.
+    pub fn phase_config(&self, name: &str) -> Option<&PhaseConfig> {
+        self.phases.iter().find(|(n, _)| n == name).map(|(_, c)| c)
+    }
+
+    /// A phase's timeout: its own, else the default phase timeout.
+    pub fn phase_timeout(&self, name: &str) -> Option<Duration> {
+        self.phase_config(name)
+            .map(|c| c.timeout.unwrap_or(self.default_phase_timeout))
+    }
+
+    /// Validates the DAG and sorts it topologically: a phase comes after
+    /// every phase it depends on; among phases whose dependencies are all
+    /// placed, the one defined first (the defaults in their order, then the
+    /// added ones in the order added) goes first, except
+    /// `actor-system-terminate`, which always comes last (no phase may
+    /// depend on it).
+    pub fn ordered_phases(&self) -> Result<Vec<String>, ConfigError> {
+        let index = |name: &str| self.phases.iter().position(|(n, _)| n == name);
+        let n = self.phases.len();
+        let mut deps: Vec<Vec<usize>> = Vec::with_capacity(n);
+        for (name, config) in &self.phases {
+            let mut mine = Vec::with_capacity(config.depends_on.len());
+            for dep in &config.depends_on {
+                match index(dep) {
+                    Some(i) => mine.push(i),
+                    None => {
+                        return Err(ConfigError::UnknownPhase {
+                            phase: name.clone(),
+                            depends_on: dep.clone(),
+                        })
+                    }
+                }
+            }
+            deps.push(mine);
+        }
+        // The last phase terminates the actor system: nothing may come
+        // after it (Akka: "Don't add phases that depends on this phase").
+        let last = index(Phase::ACTOR_SYSTEM_TERMINATE);
+        if let Some(last) = last {
+            let after: Vec<String> = (0..n)
+                .filter(|&i| deps[i].contains(&last))
+                .map(|i| self.phases[i].0.clone())
+                .collect();
+            if let Some(phase) = after.into_iter().next() {
+                return Err(ConfigError::AfterLastPhase { phase });
+            }
+        }
+        let mut placed = vec![false; n];
+        let mut order = Vec::with_capacity(n);
+        while order.len() < n {
+            let ready = |i: usize| !placed[i] && deps[i].iter().all(|&d| placed[d]);
+            // The last phase waits until no other phase is ready, so a phase
+            // that nothing depends on still runs before the system stops.
+            let next = (0..n)
+                .find(|&i| ready(i) && Some(i) != last)
+                .or_else(|| last.filter(|&l| ready(l)));
+            match next {
+                Some(i) => {
+                    placed[i] = true;
+                    order.push(self.phases[i].0.clone());
+                }
+                None => return Err(self.cycle(&deps, &placed)),
+            }
+        }
+        Ok(order)
+    }
+
+    /// A cycle among the phases not placed (every one of them waits on
+    /// another unplaced phase, so following dependencies must loop).
+    fn cycle(&self, deps: &[Vec<usize>], placed: &[bool]) -> ConfigError {
+        let start = placed.iter().position(|p| !p).unwrap_or(0);
+        let mut path = vec![start];
+        let mut at = start;
+        // Every unplaced phase has an unplaced dependency, so this loops
+        // back on the path (the `while let` ends only if that were false).
+        while let Some(&next) = deps[at].iter().find(|&&d| !placed[d]) {
+            if let Some(pos) = path.iter().position(|&p| p == next) {
+                path.drain(..pos);
+                break;
+            }
+            path.push(next);
+            at = next;
+        }
+        ConfigError::Cycle {
+            phases: path.iter().map(|&i| self.phases[i].0.clone()).collect(),
+        }
+    }
+
+    /// Reads the `[coordinated-shutdown]` table of a TOML file over the
+    /// defaults (see [`from_toml_str`](Self::from_toml_str)).
+    pub fn from_toml_file(path: impl AsRef<Path>) -> Result<ShutdownConfig, ConfigError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Io {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?;
+        ShutdownConfig::from_toml_str(&text)
+    }
+
+    /// Reads the `[coordinated-shutdown]` table of a TOML document over the
+    /// defaults. Keys mirror Akka's: `default-phase-timeout = "5 s"`,
+    /// `exit-process`, `exit-code`, `run-by-signals`,
+    /// `terminate-actor-system`, `run-by-actor-system-terminate`, and
+    /// `[coordinated-shutdown.phases.<name>]` with `depends-on = [..]`,
+    /// `timeout`, `recover`, `enabled`. A `depends-on` of an existing phase
+    /// adds to its dependencies; the other keys replace. Flags take `true`
+    /// / `false` or Akka's `"on"` / `"off"`. Other top-level tables are left
+    /// to their owners; an unknown key inside `coordinated-shutdown` is an
+    /// error. The DAG is validated.
+    ///
+    /// ```
+    /// use proscenium_shutdown::ShutdownConfig;
+    /// let config = ShutdownConfig::from_toml_str(r#"
+    ///     [coordinated-shutdown]
+    ///     default-phase-timeout = "2 s"
+    ///     exit-code = 3
+    ///     [coordinated-shutdown.phases.drain-queues]
+    ///     depends-on = ["service-requests-done"]
+    ///     timeout = "500 ms"
+    ///     recover = "off"
+    /// "#).unwrap();
+    /// assert_eq!(config.exit_code, 3);
+    /// assert_eq!(config.phase_timeout("drain-queues"), Some(std::time::Duration::from_millis(500)));
+    /// ```
+    pub fn from_toml_str(text: &str) -> Result<ShutdownConfig, ConfigError> {
+        let doc: toml::Table = text
+            .parse()
+            .map_err(|e: toml::de::Error| ConfigError::Parse(e.message().to_owned()))?;
+        let mut config = ShutdownConfig::default();
+        let Some(section) = doc.get("coordinated-shutdown") else {
+            return Ok(config);
+        };
+        let section = table(section, "coordinated-shutdown")?;
+        for (key, value) in section {
+            let full = format!("coordinated-shutdown.{key}");
+            match key.as_str() {
+                "default-phase-timeout" => config.default_phase_timeout = duration(value, &full)?,
+                "exit-process" => config.exit_process = flag(value, &full)?,
+                "exit-code" => {
+                    let code = value
+                        .as_integer()
+                        .ok_or_else(|| invalid(&full, "an integer"))?;
+                    config.exit_code =
+                        i32::try_from(code).map_err(|_| invalid(&full, "an i32 exit code"))?;
+                }
+                "run-by-signals" => config.run_by_signals = flag(value, &full)?,
+                "terminate-actor-system" => config.terminate_actor_system = flag(value, &full)?,
+                "run-by-actor-system-terminate" => {
+                    config.run_by_actor_system_terminate = flag(value, &full)?;
+                }
+                "phases" => {
+                    for (name, phase) in table(value, &full)? {
+                        config.merge_phase(name, phase, &format!("{full}.{name}"))?;
+                    }
+                }
+                _ => return Err(ConfigError::UnknownKey { key: full }),
+            }
+        }
+        config.ordered_phases()?;
+        Ok(config)
+    }
+
+    fn merge_phase(
+        &mut self,
+        name: &str,
+        value: &toml::Value,
+        prefix: &str,
+    ) -> Result<(), ConfigError> {
+        let mut phase = self.phase_config(name).cloned().unwrap_or_default();
+        for (key, value) in table(value, prefix)? {
+            let full = format!("{prefix}.{key}");
+            match key.as_str() {
+                "depends-on" => {
+                    let list = value
+                        .as_array()
+                        .ok_or_else(|| invalid(&full, "a list of phase names"))?;
+                    for dep in list {
+                        let dep = dep
+                            .as_str()
+                            .ok_or_else(|| invalid(&full, "a list of phase names"))?;
+                        phase = phase.depends_on(dep);
+                    }
+                }
+                "timeout" => phase.timeout = Some(duration(value, &full)?),
+                "recover" => phase.recover = flag(value, &full)?,
+                "enabled" => phase.enabled = flag(value, &full)?,
+                _ => return Err(ConfigError::UnknownKey { key: full }),
+            }
+        }
+        self.set_phase(name.to_owned(), phase);
+        Ok(())
+    }
+}
+
+fn invalid(key: &str, expected: &str) -> ConfigError {
+    ConfigError::InvalidValue {
+        key: key.to_owned(),
+        message: format!("expected {expected}"),
+    }
+}
+
+fn table<'a>(value: &'a toml::Value, key: &str) -> Result<&'a toml::Table, ConfigError> {
+    value.as_table().ok_or_else(|| invalid(key, "a table"))
+}
+
+fn flag(value: &toml::Value, key: &str) -> Result<bool, ConfigError> {
+    match value {
+        toml::Value::Boolean(b) => Ok(*b),
+        toml::Value::String(s) => match s.as_str() {
+            "on" | "true" => Ok(true),
+            "off" | "false" => Ok(false),
+            _ => Err(invalid(key, "true, false, \"on\" or \"off\"")),
+        },
+        _ => Err(invalid(key, "true, false, \"on\" or \"off\"")),
+    }
+}
+
+fn duration(value: &toml::Value, key: &str) -> Result<Duration, ConfigError> {
+    let text = value
+        .as_str()
+        .ok_or_else(|| invalid(key, "a duration such as \"10 s\" or \"500 ms\""))?;
+    parse_duration(text).ok_or_else(|| ConfigError::InvalidValue {
+        key: key.to_owned(),
+        message: format!("`{text}` is not a duration such as \"10 s\" or \"500 ms\""),
+    })
+}
+
+/// `"10 s"`, `"10s"`, `"1.5 s"`, `"500 ms"`, `"2 m"`, `"1 h"`, and Akka's
+/// long unit names (`millis`, `seconds`, `minutes`, ...).
+pub(crate) fn parse_duration(text: &str) -> Option<Duration> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: f64 = number.parse().ok()?;
+    let seconds_per_unit = match unit.trim() {
+        "ns" | "nanos" | "nanosecond" | "nanoseconds" => 1e-9,
+        "us" | "µs" | "micros" | "microsecond" | "microseconds" => 1e-6,
+        "ms" | "millis" | "millisecond" | "milliseconds" => 1e-3,
+        "s" | "second" | "seconds" => 1.0,
+        "m" | "minute" | "minutes" => 60.0,
+        "h" | "hour" | "hours" => 3600.0,
+        _ => return None,
+    };
+    Duration::try_from_secs_f64(number * seconds_per_unit).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_duration;
+    use std::time::Duration;
+
+    #[test]
+    fn durations_in_akka_forms() {
+        assert_eq!(parse_duration("10 s"), Some(Duration::from_secs(10)));
+        assert_eq!(parse_duration("10s"), Some(Duration::from_secs(10)));
+        assert_eq!(parse_duration("500 ms"), Some(Duration::from_millis(500)));
+        assert_eq!(parse_duration("1.5 s"), Some(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("2 minutes"), Some(Duration::from_secs(120)));
+        assert_eq!(parse_duration("10"), None);
+        assert_eq!(parse_duration("ten s"), None);
+        assert_eq!(parse_duration("-1 s"), None);
+    }
+}

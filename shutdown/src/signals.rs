@@ -1,0 +1,142 @@
+//! Process signals as a trigger: SIGTERM and SIGINT run every registered
+//! coordinated shutdown (after its process hooks).
+//!
+//! One dispatcher thread per process, started by the first registration,
+//! listens with `signal-hook` and hands each signal to the coordinated
+//! shutdowns registered at that moment. A signal that finds none left to
+//! start (none registered, or every run already under way: a second Ctrl-C)
+//! gets the operating system's default action, so the process still dies
+//! the ordinary way rather than ignoring it.
+
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock, Weak};
+
+use crate::run::Reason;
+use crate::shutdown::{CoordinatedShutdown, Inner};
+
+/// The coordinated shutdowns that signals run.
+struct Registry {
+    entries: Mutex<Vec<(u64, Weak<Inner>)>>,
+    next_id: AtomicU64,
+}
+
+static REGISTRY: OnceLock<Registry> = OnceLock::new();
+/// Whether the dispatcher thread runs (`Err` if it could not start).
+static DISPATCHER: OnceLock<Result<(), String>> = OnceLock::new();
+
+fn registry() -> &'static Registry {
+    REGISTRY.get_or_init(|| Registry {
+        entries: Mutex::new(Vec::new()),
+        next_id: AtomicU64::new(1),
+    })
+}
+
+fn entries() -> MutexGuard<'static, Vec<(u64, Weak<Inner>)>> {
+    // Only pushes, retains and clones run under this lock.
+    registry().entries.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Keeps a coordinated shutdown registered for SIGTERM and SIGINT; dropping
+/// it unregisters (the engine drops it once its system has terminated).
+#[must_use = "dropping the registration unregisters at once"]
+pub struct SignalRegistration {
+    id: u64,
+}
+
+impl fmt::Debug for SignalRegistration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SignalRegistration")
+            .field("id", &self.id)
+            .finish()
+    }
+}
+
+impl Drop for SignalRegistration {
+    fn drop(&mut self) {
+        entries().retain(|(id, _)| *id != self.id);
+    }
+}
+
+/// Why signals could not be handled.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot handle SIGTERM and SIGINT: {0}")]
+pub struct SignalError(String);
+
+impl CoordinatedShutdown {
+    /// Runs this coordinated shutdown on SIGTERM and SIGINT (with
+    /// [`Reason::Signal`]), after its process hooks, for as long as the
+    /// returned registration is kept. The engine calls this when
+    /// `run-by-signals` is on.
+    ///
+    /// A signal that arrives when every registered run has already started
+    /// (a second Ctrl-C), or when nothing is registered, gets the default
+    /// action: the process is terminated by the signal.
+    pub fn register_signals(&self) -> Result<SignalRegistration, SignalError> {
+        start_dispatcher()?;
+        // Relaxed: only uniqueness matters.
+        let id = registry().next_id.fetch_add(1, Ordering::Relaxed);
+        entries().push((id, self.weak()));
+        Ok(SignalRegistration { id })
+    }
+}
+
+#[cfg(unix)]
+fn start_dispatcher() -> Result<(), SignalError> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    use signal_hook::iterator::Signals;
+
+    let started = DISPATCHER.get_or_init(|| {
+        let mut signals = Signals::new([SIGTERM, SIGINT]).map_err(|e| e.to_string())?;
+        std::thread::Builder::new()
+            .name("coordinated-shutdown-signals".to_owned())
+            .spawn(move || {
+                for signal in signals.forever() {
+                    dispatch(signal);
+                }
+            })
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    });
+    started.clone().map_err(SignalError)
+}
+
+#[cfg(not(unix))]
+fn start_dispatcher() -> Result<(), SignalError> {
+    Err(SignalError(
+        "process signals are only handled on Unix".to_owned(),
+    ))
+}
+
+/// Runs every registered shutdown not yet started: first all their process
+/// hooks, then their runs. With none to start, the default action.
+#[cfg(unix)]
+fn dispatch(signal: i32) {
+    let live: Vec<CoordinatedShutdown> = entries()
+        .iter()
+        .filter_map(|(_, weak)| CoordinatedShutdown::from_weak(weak))
+        .filter(|cs| !cs.is_started())
+        .collect();
+    if live.is_empty() {
+        tracing::warn!(
+            signal,
+            "no coordinated shutdown left to run: default action"
+        );
+        if let Err(e) = signal_hook::low_level::emulate_default_handler(signal) {
+            tracing::error!(signal, error = %e, "could not apply the signal's default action");
+        }
+        return;
+    }
+    tracing::info!(
+        signal,
+        runs = live.len(),
+        "signal: running coordinated shutdown"
+    );
+    for cs in &live {
+        cs.run_process_hooks();
+    }
+    for cs in &live {
+        // The run goes on by itself; its outcome is logged by its driver.
+        drop(cs.run(Reason::Signal(signal)));
+    }
+}

@@ -1,0 +1,254 @@
+//! The phase DAG and its configuration, in code and from TOML
+//! (akka-coordinated-shutdown.txt).
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
+use std::time::Duration;
+
+use proscenium_shutdown::{ConfigError, Phase, PhaseConfig, ShutdownConfig};
+
+fn position(order: &[String], phase: &str) -> usize {
+    order.iter().position(|p| p == phase).unwrap()
+}
+
+/// "The order of the shutdown phases is defined in configuration
+/// akka.coordinated-shutdown.phases. The default phases are defined as: ..."
+/// (before-service-unbind through actor-system-terminate, each depending on
+/// the one before; three of them with `timeout = 10 s`).
+#[test]
+fn the_default_phases_run_in_the_documented_order_with_their_timeouts() {
+    let config = ShutdownConfig::default();
+    assert_eq!(config.ordered_phases().unwrap(), Phase::DEFAULTS);
+    let ten = Some(Duration::from_secs(10));
+    let five = Some(Duration::from_secs(5));
+    assert_eq!(
+        config.phase_timeout(Phase::CLUSTER_SHARDING_SHUTDOWN_REGION),
+        ten
+    );
+    assert_eq!(config.phase_timeout(Phase::CLUSTER_EXITING), ten);
+    assert_eq!(config.phase_timeout(Phase::ACTOR_SYSTEM_TERMINATE), ten);
+    assert_eq!(config.phase_timeout(Phase::SERVICE_UNBIND), five);
+    assert_eq!(
+        config
+            .phase_config(Phase::SERVICE_UNBIND)
+            .unwrap()
+            .depends_on,
+        [Phase::BEFORE_SERVICE_UNBIND]
+    );
+    // Akka's process-level defaults, with exit off (Akka's exit-jvm = off).
+    assert!(config.run_by_signals && config.terminate_actor_system);
+    assert!(config.run_by_actor_system_terminate && !config.exit_process);
+}
+
+/// "The default phases are defined in a single linear order, but the phases
+/// can be ordered as a directed acyclic graph (DAG) by defining the
+/// dependencies between the phases. The phases are ordered with
+/// topological sort of the DAG."
+#[test]
+fn a_diamond_is_sorted_topologically() {
+    let config = ShutdownConfig::default()
+        .phase("d", PhaseConfig::new().depends_on("b").depends_on("c"))
+        .phase("b", PhaseConfig::new().depends_on("a"))
+        .phase("c", PhaseConfig::new().depends_on("a"))
+        .phase("a", PhaseConfig::new().depends_on(Phase::SERVICE_STOP));
+    let order = config.ordered_phases().unwrap();
+    let at = |p| position(&order, p);
+    assert!(at(Phase::SERVICE_STOP) < at("a"));
+    assert!(at("a") < at("b") && at("a") < at("c"));
+    assert!(at("b") < at("d") && at("c") < at("d"));
+}
+
+/// "More phases can be added in the application's configuration if needed
+/// by overriding a phase with an additional depends-on."
+#[test]
+fn toml_adds_a_phase_and_an_additional_depends_on() {
+    let config = ShutdownConfig::from_toml_str(
+        r#"
+        [coordinated-shutdown]
+        default-phase-timeout = "2 s"
+        exit-process = "on"
+        exit-code = 7
+        run-by-signals = false
+        terminate-actor-system = "off"
+        run-by-actor-system-terminate = false
+
+        [coordinated-shutdown.phases.drain-queues]
+        depends-on = ["service-requests-done"]
+        timeout = "750ms"
+        recover = "off"
+
+        [coordinated-shutdown.phases.service-stop]
+        depends-on = ["drain-queues"]
+        enabled = false
+        "#,
+    )
+    .unwrap();
+    let order = config.ordered_phases().unwrap();
+    let at = |p| position(&order, p);
+    assert!(at(Phase::SERVICE_REQUESTS_DONE) < at("drain-queues"));
+    assert!(at("drain-queues") < at(Phase::SERVICE_STOP));
+    let stop = config.phase_config(Phase::SERVICE_STOP).unwrap();
+    // Additional: the default dependency is kept.
+    assert_eq!(
+        stop.depends_on,
+        [Phase::SERVICE_REQUESTS_DONE, "drain-queues"]
+    );
+    assert!(!stop.enabled && stop.recover);
+    let drain = config.phase_config("drain-queues").unwrap();
+    assert!(!drain.recover);
+    assert_eq!(
+        config.phase_timeout("drain-queues"),
+        Some(Duration::from_millis(750))
+    );
+    assert_eq!(config.default_phase_timeout, Duration::from_secs(2));
+    assert_eq!(
+        config.phase_timeout(Phase::SERVICE_UNBIND),
+        Some(Duration::from_secs(2))
+    );
+    assert!(config.exit_process && config.exit_code == 7);
+    assert!(!config.run_by_signals && !config.terminate_actor_system);
+    assert!(!config.run_by_actor_system_terminate);
+}
+
+/// A file without a `[coordinated-shutdown]` table gives the defaults (other
+/// tables belong to other layers).
+#[test]
+fn toml_without_the_section_gives_the_defaults() {
+    let config = ShutdownConfig::from_toml_str("[scheduler]\nworkers = 4\n").unwrap();
+    assert_eq!(config, ShutdownConfig::default());
+}
+
+#[test]
+fn an_unknown_phase_in_depends_on_names_both_phases() {
+    let err = ShutdownConfig::default()
+        .depends_on(Phase::SERVICE_STOP, "no-such-phase")
+        .ordered_phases()
+        .unwrap_err();
+    assert_eq!(
+        err,
+        ConfigError::UnknownPhase {
+            phase: Phase::SERVICE_STOP.to_owned(),
+            depends_on: "no-such-phase".to_owned()
+        }
+    );
+    let text =
+        ShutdownConfig::from_toml_str("[coordinated-shutdown.phases.x]\ndepends-on = [\"nope\"]\n")
+            .unwrap_err()
+            .to_string();
+    assert!(text.contains("`x`") && text.contains("`nope`"), "{text}");
+}
+
+#[test]
+fn a_cycle_is_refused_and_named() {
+    let err = ShutdownConfig::default()
+        .phase("a", PhaseConfig::new().depends_on("c"))
+        .phase("b", PhaseConfig::new().depends_on("a"))
+        .phase("c", PhaseConfig::new().depends_on("b"))
+        .phase("after", PhaseConfig::new().depends_on("a"))
+        .ordered_phases()
+        .unwrap_err();
+    let ConfigError::Cycle { phases } = &err else {
+        panic!("{err:?}");
+    };
+    let mut sorted = phases.clone();
+    sorted.sort();
+    assert_eq!(sorted, ["a", "b", "c"], "only the phases on the cycle");
+    assert!(err.to_string().contains(" -> "), "{err}");
+    // A self-dependency is a cycle of one.
+    let err = ShutdownConfig::default()
+        .depends_on(Phase::SERVICE_STOP, Phase::SERVICE_STOP)
+        .ordered_phases()
+        .unwrap_err();
+    assert_eq!(
+        err,
+        ConfigError::Cycle {
+            phases: vec![Phase::SERVICE_STOP.to_owned()]
+        }
+    );
+}
+
+#[test]
+fn bad_values_and_unknown_keys_name_the_key() {
+    let cases = [
+        (
+            "[coordinated-shutdown.phases.service-stop]\ntimeout = \"soon\"\n",
+            "coordinated-shutdown.phases.service-stop.timeout",
+        ),
+        (
+            "[coordinated-shutdown]\ndefault-phase-timeout = 5\n",
+            "coordinated-shutdown.default-phase-timeout",
+        ),
+        (
+            "[coordinated-shutdown]\nexit-process = \"maybe\"\n",
+            "coordinated-shutdown.exit-process",
+        ),
+        (
+            "[coordinated-shutdown]\nexit-code = 99999999999\n",
+            "coordinated-shutdown.exit-code",
+        ),
+        (
+            "[coordinated-shutdown.phases.service-stop]\ndepends-on = \"service-unbind\"\n",
+            "coordinated-shutdown.phases.service-stop.depends-on",
+        ),
+    ];
+    for (text, key) in cases {
+        match ShutdownConfig::from_toml_str(text) {
+            Err(ConfigError::InvalidValue { key: k, .. }) => assert_eq!(k, key, "{text}"),
+            other => panic!("{text}: {other:?}"),
+        }
+    }
+    assert_eq!(
+        ShutdownConfig::from_toml_str("[coordinated-shutdown]\nexit-jvm = true\n"),
+        Err(ConfigError::UnknownKey {
+            key: "coordinated-shutdown.exit-jvm".to_owned()
+        })
+    );
+    assert_eq!(
+        ShutdownConfig::from_toml_str(
+            "[coordinated-shutdown.phases.service-stop]\nrecovr = false\n"
+        ),
+        Err(ConfigError::UnknownKey {
+            key: "coordinated-shutdown.phases.service-stop.recovr".to_owned()
+        })
+    );
+    assert!(matches!(
+        ShutdownConfig::from_toml_str("[coordinated-shutdown"),
+        Err(ConfigError::Parse(_))
+    ));
+}
+
+#[test]
+fn a_missing_file_is_a_typed_error_naming_it() {
+    let err = ShutdownConfig::from_toml_file("/nonexistent/shutdown.toml").unwrap_err();
+    assert!(matches!(&err, ConfigError::Io { path, .. } if path == "/nonexistent/shutdown.toml"));
+}
+
+/// "Last phase. ... Don't add phases that depends on this phase because the
+/// dispatcher and scheduler of the ActorSystem have been shutdown." A phase
+/// that depends on it is refused at start-up, naming the phase; a phase that
+/// nothing depends on still runs before it.
+#[test]
+fn nothing_may_follow_the_last_phase() {
+    let err = ShutdownConfig::default()
+        .phase(
+            "too-late",
+            PhaseConfig::new().depends_on(Phase::ACTOR_SYSTEM_TERMINATE),
+        )
+        .ordered_phases()
+        .unwrap_err();
+    assert_eq!(
+        err,
+        ConfigError::AfterLastPhase {
+            phase: "too-late".to_owned()
+        }
+    );
+    assert!(err.to_string().contains("`too-late`"), "{err}");
+    let order = ShutdownConfig::default()
+        .phase("dangling", PhaseConfig::new())
+        .ordered_phases()
+        .unwrap();
+    assert_eq!(
+        order.last().map(String::as_str),
+        Some(Phase::ACTOR_SYSTEM_TERMINATE)
+    );
+    assert!(position(&order, "dangling") < position(&order, Phase::ACTOR_SYSTEM_TERMINATE));
+}
