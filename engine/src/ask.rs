@@ -174,11 +174,8 @@ impl fmt::Debug for GracefulStop {
 /// is registered before any user-lane stop signal is handled, and a target
 /// that is already dead answers it at once.
 pub(crate) fn graceful_stop_watch(target: &ActorId, timeout: Duration) -> GracefulStop {
-    let slot = Arc::new(Slot::new());
-    let on_stop = Arc::clone(&slot);
-    target.send_system(SystemMsg::Watch(Watcher::Callback(Box::new(move || {
-        let _ = on_stop.complete(true);
-    }))));
+    let stop = termination_watch(target);
+    let slot = stop.slot;
     if !slot.is_completed() {
         let on_timeout = Arc::clone(&slot);
         let timer = target
@@ -191,5 +188,16 @@ pub(crate) fn graceful_stop_watch(target: &ActorId, timeout: Duration) -> Gracef
             });
         slot.set_timer(timer);
     }
+    GracefulStop { slot }
+}
+
+/// Completes with `true` once `target` has terminated (also if it already
+/// had), with no timeout of its own.
+pub(crate) fn termination_watch(target: &ActorId) -> GracefulStop {
+    let slot = Arc::new(Slot::new());
+    let on_stop = Arc::clone(&slot);
+    target.send_system(SystemMsg::Watch(Watcher::Callback(Box::new(move || {
+        let _ = on_stop.complete(true);
+    }))));
     GracefulStop { slot }
 }

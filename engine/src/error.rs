@@ -43,6 +43,10 @@ pub enum SystemError {
     /// The guardians did not start.
     #[error("the guardian actors did not start: {0}")]
     Guardians(String),
+    /// The coordinated-shutdown configuration is invalid (an unknown phase
+    /// in `depends-on`, a cycle, a bad value): the error names it.
+    #[error("invalid coordinated-shutdown configuration: {0}")]
+    Shutdown(#[from] proscenium_shutdown::ConfigError),
 }
 
 /// Checks an actor name (Akka's rules: URI-safe characters, `$` reserved).

@@ -47,6 +47,7 @@ mod actor_ref;
 mod ask;
 mod cell;
 mod context;
+mod coordinated;
 mod dead_letters;
 mod driver;
 mod error;
@@ -63,6 +64,7 @@ pub use crate::{
     actor_ref::{ActorId, ActorRef, StopSignal},
     ask::{Ask, AskError, GracefulStop, Reply},
     context::Context,
+    coordinated::CoordinatedShutdownExt,
     dead_letters::{DeadLetter, Kill, PoisonPill},
     error::{SpawnError, SystemError},
     event_stream::{EventStream, Subscription},
@@ -71,11 +73,17 @@ pub use crate::{
     system::{ActorSystem, SystemBuilder, Termination, TerminationReport},
 };
 pub use proscenium_mailbox::{trim_node_cache, TrySendError};
+pub use proscenium_shutdown::{
+    AddTaskError, Cancellable, ConfigError, CoordinatedShutdown, Phase, PhaseConfig, Reason,
+    RunState, ShutdownConfig, ShutdownError, ShutdownRun, ShutdownState, TaskError, TaskFailure,
+    TaskReport, TaskState,
+};
 
 /// What most users import: `use proscenium::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        Actor, ActorError, ActorId, ActorRef, ActorSystem, AskError, Context, DeadLetter,
-        Directive, Failure, Outcome, Props, Reply, SupervisorStrategy,
+        Actor, ActorError, ActorId, ActorRef, ActorSystem, AskError, Context,
+        CoordinatedShutdownExt, DeadLetter, Directive, Failure, Outcome, Props, Reply,
+        SupervisorStrategy,
     };
 }

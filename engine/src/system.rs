@@ -10,10 +10,12 @@ use std::task::{Context as TaskContext, Poll};
 use std::time::{Duration, Instant};
 
 use proscenium_scheduler::{Handle, QuiesceReport, Scheduler};
+use proscenium_shutdown::{CoordinatedShutdown, Reason, ShutdownConfig, SignalRegistration};
 
 use crate::actor::{Actor, Props};
 use crate::actor_ref::{ActorId, ActorRef};
 use crate::context::{spawn, spawn_root};
+use crate::coordinated;
 use crate::dead_letters::{DeadLetter, DeadLetters, Kill, PoisonPill};
 use crate::error::{SpawnError, SystemError};
 use crate::event_stream::EventStream;
@@ -59,7 +61,7 @@ pub struct ActorSystem {
     inner: Arc<SystemInner>,
 }
 
-struct SystemInner {
+pub(crate) struct SystemInner {
     name: String,
     handle: Handle,
     /// Taken by the reaper, which quiesces it once the root has terminated.
@@ -74,10 +76,15 @@ struct SystemInner {
     reaper: Mutex<Option<std::thread::JoinHandle<()>>>,
     termination: Slot<TerminationReport>,
     quiesce_timeout: Duration,
+    /// The coordinated shutdown; its last phase terminates this system.
+    shutdown: CoordinatedShutdown,
+    /// Kept while signals should run the shutdown; dropped at termination.
+    signals: Mutex<Option<SignalRegistration>>,
 }
 
 #[derive(Clone)]
 struct Guardians {
+    root: ActorId,
     user: ActorId,
     system: ActorId,
 }
@@ -94,6 +101,7 @@ pub struct SystemBuilder {
     dead_letter_log_limit: u32,
     dead_letter_log_suspend: Duration,
     quiesce_timeout: Duration,
+    shutdown: ShutdownConfig,
 }
 
 impl SystemBuilder {
@@ -146,9 +154,24 @@ impl SystemBuilder {
         self
     }
 
-    /// Starts the scheduler and the guardians.
+    /// The coordinated shutdown's settings (default: Akka's, see
+    /// [`ShutdownConfig::default`]); validated by [`build`](Self::build).
+    /// For tests, `terminate_actor_system(false)`,
+    /// `run_by_actor_system_terminate(false)` and `run_by_signals(false)`
+    /// keep the shutdown from touching the system or the process.
+    pub fn coordinated_shutdown(mut self, config: ShutdownConfig) -> SystemBuilder {
+        self.shutdown = config;
+        self
+    }
+
+    /// Starts the scheduler and the guardians. Fails with a typed error
+    /// naming what is wrong if the coordinated-shutdown phases do not form a
+    /// valid DAG, or if the scheduler or the guardians do not start.
     pub fn build(self) -> Result<ActorSystem, SystemError> {
+        // Before any thread starts: bad configuration fails first.
+        self.shutdown.ordered_phases()?;
         let scheduler = self.scheduler.thread_name(self.name.clone()).build()?;
+        let shutdown = CoordinatedShutdown::new(self.shutdown.clone(), scheduler.handle().clone())?;
         let system = ActorSystem {
             inner: Arc::new(SystemInner {
                 name: self.name,
@@ -165,14 +188,30 @@ impl SystemBuilder {
                 reaper: Mutex::new(None),
                 termination: Slot::new(),
                 quiesce_timeout: self.quiesce_timeout,
+                shutdown,
+                signals: Mutex::new(None),
             }),
         };
         let (tx, rx) = mpsc::channel();
-        let root = spawn_root(&system, Root::props(tx, self.user_strategy));
-        drop(root);
+        let root = spawn_root(&system, Root::props(tx, self.user_strategy)).id();
         match rx.recv_timeout(Duration::from_secs(30)) {
             Ok((user, sys)) => {
-                *system.guardians() = Some(Guardians { user, system: sys });
+                *system.guardians() = Some(Guardians {
+                    root,
+                    user,
+                    system: sys,
+                });
+                let signals = coordinated::install(
+                    &system,
+                    Arc::downgrade(&system.inner),
+                    &self.shutdown,
+                    &system.inner.shutdown,
+                );
+                *system
+                    .inner
+                    .signals
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner()) = signals;
                 Ok(system)
             }
             Err(e) => Err(SystemError::Guardians(e.to_string())),
@@ -195,7 +234,12 @@ impl ActorSystem {
             dead_letter_log_limit: 10,
             dead_letter_log_suspend: Duration::from_secs(300),
             quiesce_timeout: Duration::from_secs(10),
+            shutdown: ShutdownConfig::default(),
         }
+    }
+
+    pub(crate) fn from_inner(inner: Arc<SystemInner>) -> ActorSystem {
+        ActorSystem { inner }
     }
 
     fn guardians(&self) -> MutexGuard<'_, Option<Guardians>> {
@@ -254,14 +298,58 @@ impl ActorSystem {
         self.guardians().as_ref().map(|g| g.user.clone())
     }
 
-    /// Stops `/user` (its actors first, children before parents), then
-    /// `/system`, then `/`; then quiesces and joins the workers. Returns the
-    /// future of that; calling it again returns the same outcome.
+    /// Terminates the system: with `run-by-actor-system-terminate` on (the
+    /// default), runs the coordinated shutdown (reason
+    /// [`Reason::ActorSystemTerminate`]), whose last phase stops `/user`
+    /// (its actors first, children before parents), then `/system`, then
+    /// `/`; then the workers are drained, parked and joined. If the run ends
+    /// without terminating the system (aborted by a `recover = off` phase,
+    /// or `terminate-actor-system` off), the actors are stopped right after
+    /// it: `terminate` always terminates. Returns the future of the
+    /// termination; calling it again returns the same outcome.
     pub fn terminate(&self) -> Termination {
-        if let Some(g) = self.guardians().as_ref() {
-            g.user.stop();
+        let cs = &self.inner.shutdown;
+        if cs.config().run_by_actor_system_terminate {
+            let run = cs.run(Reason::ActorSystemTerminate);
+            let weak = Arc::downgrade(&self.inner);
+            self.inner.handle.spawn_detached(async move {
+                let _ = run.await;
+                if let Some(inner) = weak.upgrade() {
+                    ActorSystem::from_inner(inner).stop_user_guardian();
+                }
+            });
+        } else {
+            self.stop_user_guardian();
         }
         self.when_terminated()
+    }
+
+    fn stop_user_guardian(&self) {
+        if let Some(g) = self.guardians().as_ref() {
+            if !g.user.is_terminated() {
+                g.user.stop();
+            }
+        }
+    }
+
+    /// The coordinated shutdown of this system: add tasks to its phases,
+    /// run it, read its state. See [`CoordinatedShutdownExt`] for
+    /// actor-termination tasks.
+    ///
+    /// [`CoordinatedShutdownExt`]: crate::CoordinatedShutdownExt
+    pub fn coordinated_shutdown(&self) -> &CoordinatedShutdown {
+        &self.inner.shutdown
+    }
+
+    /// The root, `/user` and `/system` guardians (`None` once terminated).
+    pub(crate) fn guardian_ids(&self) -> Option<(ActorId, ActorId, ActorId)> {
+        self.guardians()
+            .as_ref()
+            .map(|g| (g.root.clone(), g.user.clone(), g.system.clone()))
+    }
+
+    pub(crate) fn quiesce_timeout(&self) -> Duration {
+        self.inner.quiesce_timeout
     }
 
     /// Completes once the system has terminated and its workers are joined.
@@ -361,6 +449,21 @@ impl ActorSystem {
     }
 
     fn reap(self) {
+        // The coordinated shutdown's last phase ends with the root's
+        // termination: let the run finish on the workers (its phase timer
+        // cancelled, its outcome set) before they are drained and joined.
+        if let Some(run) = self.inner.shutdown.started_run() {
+            if run.wait_timeout(self.inner.quiesce_timeout).is_none() {
+                tracing::warn!("the coordinated shutdown run did not end before quiesce");
+            }
+        }
+        drop(
+            self.inner
+                .signals
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take(),
+        );
         let scheduler = self
             .inner
             .scheduler
