@@ -119,6 +119,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         step("before-actor-system-terminate"),
     )?;
 
+    system.register_on_termination(|report| {
+        say(&format!(
+            "terminated: clean={} dead_letters={}",
+            report.clean(),
+            report.dead_letters
+        ));
+    });
+
     let phases = cs.phases().join(" > ");
     say(&format!("phases: {phases}"));
     say(&format!("ready pid={}", std::process::id()));
@@ -129,14 +137,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         drop(cs.run(proscenium::Reason::User("demo timer".into())));
     }
 
-    let report = system.when_terminated().wait();
-    say(&format!(
-        "terminated: clean={} dead_letters={}",
-        report.clean(),
-        report.dead_letters
-    ));
-    // With exit-process on, the shutdown's exit thread ends the process with
-    // the configured code once the workers are joined; main waits for it.
+    // A server's main thread would serve here. With exit-process on, the
+    // shutdown's exit thread ends the process with the configured code once
+    // the system has terminated (after the callback above).
     loop {
         std::thread::park();
     }

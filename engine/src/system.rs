@@ -80,7 +80,12 @@ pub(crate) struct SystemInner {
     shutdown: CoordinatedShutdown,
     /// Kept while signals should run the shutdown; dropped at termination.
     signals: Mutex<Option<SignalRegistration>>,
+    /// Run by the reaper once the workers are joined, before the termination
+    /// completes; `None` once they have run.
+    on_termination: Mutex<Option<Vec<OnTermination>>>,
 }
+
+type OnTermination = Box<dyn FnOnce(&TerminationReport) + Send>;
 
 #[derive(Clone)]
 struct Guardians {
@@ -190,6 +195,7 @@ impl SystemBuilder {
                 quiesce_timeout: self.quiesce_timeout,
                 shutdown,
                 signals: Mutex::new(None),
+                on_termination: Mutex::new(Some(Vec::new())),
             }),
         };
         let (tx, rx) = mpsc::channel();
@@ -322,6 +328,35 @@ impl ActorSystem {
             self.stop_user_guardian();
         }
         self.when_terminated()
+    }
+
+    /// Runs `callback` with the termination report once the system has
+    /// terminated (every actor stopped, the workers joined), on the thread
+    /// that joined them and before any waiter of the termination — and so
+    /// before the process exits with `exit-process` on. Callbacks run in the
+    /// order registered; registered after the termination, it runs at once
+    /// on this thread. A panic in it is logged.
+    pub fn register_on_termination(
+        &self,
+        callback: impl FnOnce(&TerminationReport) + Send + 'static,
+    ) {
+        let mut pending = self
+            .inner
+            .on_termination
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        match pending.as_mut() {
+            Some(list) => list.push(Box::new(callback)),
+            None => {
+                drop(pending);
+                let report = self
+                    .inner
+                    .termination
+                    .wait_clone(None)
+                    .expect("terminated, no deadline");
+                run_on_termination(Box::new(callback), &report);
+            }
+        }
     }
 
     fn stop_user_guardian(&self) {
@@ -481,7 +516,27 @@ impl ActorSystem {
             dead_letters: self.dead_letter_count(),
         };
         tracing::debug!(system = %self.inner.name, ?report, "actor system terminated");
+        let callbacks = self
+            .inner
+            .on_termination
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .unwrap_or_default();
+        for callback in callbacks {
+            run_on_termination(callback, &report);
+        }
         let _ = self.inner.termination.complete(report);
+    }
+}
+
+fn run_on_termination(callback: OnTermination, report: &TerminationReport) {
+    let call = std::panic::AssertUnwindSafe(|| callback(report));
+    if let Err(payload) = std::panic::catch_unwind(call) {
+        tracing::error!(
+            panic = %crate::failure::panic_message(payload.as_ref()),
+            "an on-termination callback panicked"
+        );
     }
 }
 
