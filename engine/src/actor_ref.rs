@@ -9,7 +9,9 @@ use std::time::Duration;
 use proscenium_mailbox::{Enqueued, SendError, TrySendError};
 
 use crate::ask::{self, Ask, GracefulStop};
-use crate::cell::{schedule_runnable, undeliverable_system, AnyCell, Cell};
+use crate::cell::{
+    schedule_runnable, schedule_runnable_urgent, undeliverable_system, AnyCell, Cell,
+};
 use crate::signal::{AutoMsg, Envelope, SystemMsg};
 
 /// A typed reference to an actor whose messages are `M`: cheap to clone,
@@ -201,7 +203,7 @@ impl ActorId {
         match self.cell.enqueue_system(msg) {
             Ok(Enqueued::AlreadyScheduled) => {}
             Ok(Enqueued::MustSchedule) => {
-                schedule_runnable(self.cell.core(), Arc::clone(&self.cell).into_runnable());
+                schedule_runnable_urgent(self.cell.core(), Arc::clone(&self.cell).into_runnable());
             }
             Err(SendError(msg)) => undeliverable_system(self, msg),
         }

@@ -196,11 +196,26 @@ impl<M: Send + 'static> Cell<M> {
 /// letters, and the message still reaches them exactly once.
 pub(crate) fn schedule_runnable(core: &CellCore, runnable: Arc<dyn Runnable>) {
     if let Err(refused) = core.system.scheduler_handle().submit(runnable) {
-        let runnable = refused.into_inner();
-        let mut budget = Budget::new(u32::MAX);
-        while runnable.clone().run(&mut budget) == RunOutcome::Yield {
-            budget = Budget::new(u32::MAX);
-        }
+        run_here(refused.into_inner());
+    }
+}
+
+/// [`schedule_runnable`] for a cell that a system message woke: ahead of
+/// everything queued on the scheduler, so a stop, a failure or a death
+/// notice is not stuck behind a backlog of other actors' user work
+/// (invariant 3 says the signal goes before the cell's own user messages;
+/// this gets the cell itself run soon).
+pub(crate) fn schedule_runnable_urgent(core: &CellCore, runnable: Arc<dyn Runnable>) {
+    if let Err(refused) = core.system.scheduler_handle().submit_urgent(runnable) {
+        run_here(refused.into_inner());
+    }
+}
+
+/// Runs a cell on this thread (the scheduler refused it: shut down).
+fn run_here(runnable: Arc<dyn Runnable>) {
+    let mut budget = Budget::new(u32::MAX);
+    while runnable.clone().run(&mut budget) == RunOutcome::Yield {
+        budget = Budget::new(u32::MAX);
     }
 }
 

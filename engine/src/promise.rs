@@ -52,12 +52,14 @@ impl<T> Slot<T> {
         let wakers = std::mem::take(&mut state.wakers);
         let timer = state.timer.take();
         drop(state);
+        // The timeout timer goes first: a waiter that wakes and terminates
+        // the system must not find it still pending.
+        if let Some(t) = timer {
+            t.cancel();
+        }
         self.ready.notify_all();
         for w in wakers {
             w.wake();
-        }
-        if let Some(t) = timer {
-            t.cancel();
         }
         Ok(())
     }

@@ -22,6 +22,10 @@ pub(crate) type Job = Arc<dyn Runnable>;
 pub(crate) struct Shared {
     /// Submissions from outside the workers. Lock-free (crossbeam).
     pub(crate) injector: Injector<Job>,
+    /// Urgent submissions (lifecycle and supervision signals, shutdown
+    /// steps), from anywhere: every worker looks here before each run and
+    /// takes one at a time, so they overtake everything queued.
+    pub(crate) urgent: Injector<Job>,
     /// One per worker, by index; worker `i` steals from the others.
     pub(crate) stealers: Box<[Stealer<Job>]>,
     pub(crate) idle: Idle,
@@ -43,7 +47,9 @@ impl Shared {
     /// Whether any queue other workers can take from holds work (the
     /// re-check a worker does after announcing that it parks).
     pub(crate) fn has_shared_work(&self) -> bool {
-        !self.injector.is_empty() || self.stealers.iter().any(|s| !s.is_empty())
+        !self.urgent.is_empty()
+            || !self.injector.is_empty()
+            || self.stealers.iter().any(|s| !s.is_empty())
     }
 
     /// Called by a worker that parked and saw that no worker is unparked.
@@ -81,8 +87,26 @@ impl Shared {
         })
     }
 
+    /// Submits ahead of everything queued. From one of this scheduler's
+    /// workers it is accepted also while a quiesce drains (like a local
+    /// push: the workers still look at the urgent queue before they park).
+    pub(crate) fn submit_urgent(self: &Arc<Self>, job: Job) -> Result<(), SubmitError> {
+        let on_worker =
+            worker::with_current(|local| local.is_some_and(|l| Arc::ptr_eq(&l.shared, self)));
+        // Acquire: pairs with the SeqCst store in `quiesce`, as in
+        // `submit_external`.
+        if !on_worker && self.closed.load(Ordering::Acquire) {
+            return Err(SubmitError(job));
+        }
+        self.urgent.push(job);
+        self.idle.notify_one();
+        Ok(())
+    }
+
     fn queued(&self) -> usize {
-        self.injector.len() + self.stealers.iter().map(Stealer::len).sum::<usize>()
+        self.urgent.len()
+            + self.injector.len()
+            + self.stealers.iter().map(Stealer::len).sum::<usize>()
     }
 }
 
@@ -149,6 +173,18 @@ impl Handle {
     #[inline]
     pub fn submit(&self, runnable: Arc<dyn Runnable>) -> Result<(), SubmitError> {
         self.shared.submit(runnable)
+    }
+
+    /// Submits a runnable ahead of everything queued: the next worker to
+    /// finish its current run takes it (the engine uses this for actors that
+    /// a lifecycle or supervision signal woke, so a stop overtakes a backlog
+    /// of user work). Meant for rare control-plane work: urgent runnables
+    /// are taken one at a time from one shared queue.
+    ///
+    /// Refused (the runnable is handed back) from outside the workers once
+    /// [`Scheduler::quiesce`] has started.
+    pub fn submit_urgent(&self, runnable: Arc<dyn Runnable>) -> Result<(), SubmitError> {
+        self.shared.submit_urgent(runnable)
     }
 
     /// The number of workers.
@@ -235,6 +271,7 @@ impl Scheduler {
         let deques: Vec<Deque<Job>> = (0..workers).map(|_| Deque::new_fifo()).collect();
         let shared = Arc::new(Shared {
             injector: Injector::new(),
+            urgent: Injector::new(),
             stealers: deques.iter().map(Deque::stealer).collect(),
             idle: Idle::new(workers),
             counters: (0..workers).map(|_| CachePadded::default()).collect(),
@@ -373,6 +410,7 @@ impl Scheduler {
         // their workers on exit.
         runnables_left += shared.queued();
         while !shared.injector.steal().is_empty() {}
+        while !shared.urgent.steal().is_empty() {}
         let report = QuiesceReport {
             drained,
             runnables_left,

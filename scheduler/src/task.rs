@@ -236,7 +236,31 @@ impl Handle {
             }),
             condvar: Condvar::new(),
         });
-        self.spawn_task(future, Some(Arc::clone(&join)));
+        self.spawn_task(future, Some(Arc::clone(&join)), false);
+        JoinHandle { join }
+    }
+
+    /// Like [`spawn`](Self::spawn), but the task's first run is submitted
+    /// with [`submit_urgent`](Self::submit_urgent): it starts ahead of
+    /// everything queued (later wake-ups queue as usual). For control-plane
+    /// work such as a shutdown's state machine; dropping the handle detaches
+    /// the task.
+    pub fn spawn_urgent<F>(&self, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let join = Arc::new(JoinState {
+            slot: Mutex::new(JoinSlot {
+                result: None,
+                done: false,
+                detached: false,
+                blocked: false,
+                waker: None,
+            }),
+            condvar: Condvar::new(),
+        });
+        self.spawn_task(future, Some(Arc::clone(&join)), true);
         JoinHandle { join }
     }
 
@@ -248,10 +272,10 @@ impl Handle {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        self.spawn_task(future, None);
+        self.spawn_task(future, None, false);
     }
 
-    fn spawn_task<F>(&self, future: F, join: Option<Arc<JoinState<F::Output>>>)
+    fn spawn_task<F>(&self, future: F, join: Option<Arc<JoinState<F::Output>>>, urgent: bool)
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
@@ -262,7 +286,12 @@ impl Handle {
             join,
             shared: Arc::clone(&self.shared),
         });
-        if self.shared.submit(task).is_err() {
+        let submitted = if urgent {
+            self.shared.submit_urgent(task)
+        } else {
+            self.shared.submit(task)
+        };
+        if submitted.is_err() {
             tracing::debug!("spawn on a closed scheduler; task dropped");
         }
     }

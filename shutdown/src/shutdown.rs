@@ -322,9 +322,13 @@ impl CoordinatedShutdown {
             slot: Arc::clone(&run.slot),
         };
         let cs = self.clone();
-        self.inner
-            .handle
-            .spawn_detached(async move { cs.drive(from, guard).await });
+        // Urgent: the state machine starts ahead of any backlog of work, and
+        // dropping the join handle detaches it.
+        drop(
+            self.inner
+                .handle
+                .spawn_urgent(async move { cs.drive(from, guard).await }),
+        );
         run
     }
 
