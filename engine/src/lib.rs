@@ -51,6 +51,7 @@ mod dead_letters;
 mod driver;
 mod error;
 mod event_stream;
+mod events;
 mod failure;
 mod guardian;
 mod promise;
@@ -66,6 +67,7 @@ pub use crate::{
     dead_letters::{DeadLetter, Kill, PoisonPill},
     error::{SpawnError, SystemError},
     event_stream::{EventStream, Subscription},
+    events::{LifecycleEvent, LifecycleKind, SupervisionEvent, UnhandledMessage},
     failure::{ActorError, DeathPact, Failure, Killed, Outcome},
     supervision::{default_decider, Directive, StrategyKind, SupervisorStrategy},
     system::{ActorSystem, SystemBuilder, Termination, TerminationReport},
