@@ -45,6 +45,7 @@
 mod actor;
 mod actor_ref;
 mod ask;
+mod backoff;
 mod cell;
 mod context;
 mod dead_letters;
@@ -63,6 +64,10 @@ pub use crate::{
     actor::{Actor, Props},
     actor_ref::{ActorId, ActorRef, StopSignal},
     ask::{Ask, AskError, GracefulStop, Reply},
+    backoff::{
+        backoff_delay, BackoffMsg, BackoffOptions, BackoffRestartScheduled, BackoffSupervisor,
+        BackoffTimer,
+    },
     context::Context,
     dead_letters::{DeadLetter, Kill, PoisonPill},
     error::{SpawnError, SystemError},
