@@ -474,6 +474,8 @@ impl<A: Actor> BackoffSupervisor<A> {
             o.random_factor,
             self.rng.next_unit(),
         );
+        self.restart_timer = Some(self.arm(ctx, delay, TimerKind::StartChild));
+        // Published once armed, so a subscriber sees the timer pending.
         let events = ctx.system().event_stream();
         if events.has_subscribers::<BackoffRestartScheduled>() {
             events.publish(BackoffRestartScheduled {
@@ -482,7 +484,6 @@ impl<A: Actor> BackoffSupervisor<A> {
                 delay,
             });
         }
-        self.restart_timer = Some(self.arm(ctx, delay, TimerKind::StartChild));
         self.restart_count = next;
     }
 
