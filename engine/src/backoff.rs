@@ -246,7 +246,9 @@ impl<A: Actor> BackoffOptions<A> {
 
     /// At most `n` restarts after the last reset (Akka's
     /// `maxNrOfRetries`); when the child goes down once more, the
-    /// supervisor stops.
+    /// supervisor stops. Without it, the strategy's
+    /// [`max_retries`](SupervisorStrategy::max_retries), if set, is the
+    /// limit (as in Akka).
     pub fn with_max_retries(mut self, n: u32) -> BackoffOptions<A> {
         self.max_retries = Some(n);
         self
@@ -457,7 +459,8 @@ impl<A: Actor> BackoffSupervisor<A> {
     /// of restarts is reached.
     fn schedule_restart(&mut self, ctx: &mut Context<Self>) {
         let next = self.restart_count.saturating_add(1);
-        if self.options.max_retries.is_some_and(|max| next > max) {
+        let limit = (self.options.max_retries).or_else(|| self.options.strategy.retry_limit());
+        if limit.is_some_and(|max| next > max) {
             tracing::debug!(
                 supervisor = %ctx.id(),
                 restarts = next,

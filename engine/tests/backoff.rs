@@ -405,6 +405,38 @@ fn on_failure_restarts_after_an_error_or_a_panic() {
     assert_eq!(report.quiesce.expect("quiesced").panics, 0);
 }
 
+/// On-failure with a strategy that allows two retries (Akka takes
+/// `maxNrOfRetries` from the strategy): the third failure stops the
+/// supervisor instead of backing off again.
+#[test]
+fn on_failure_takes_the_retry_limit_from_the_strategy() {
+    let system = system();
+    let scheduled = restarts(&system, "sup");
+    let sup_life = lifecycle(&system, "/user/sup");
+    let log = Probe::new();
+    let props = BackoffOptions::on_failure(Flaky::props(&log), "echo", ms(2), ms(30), 0.0)
+        .with_manual_reset()
+        .with_supervisor_strategy(SupervisorStrategy::one_for_one().max_retries(2))
+        .props();
+    let sup = system.spawn(props, "sup").expect("spawn");
+    for (attempt, delay) in [(0, ms(2)), (1, ms(4))] {
+        started(&log);
+        tell(&sup, FlakyMsg::Fail);
+        stopped(&log);
+        assert_eq!(scheduled.next(), (attempt, delay));
+    }
+    started(&log);
+    tell(&sup, FlakyMsg::Fail);
+    stopped(&log);
+    assert_eq!(
+        sup_life.until(LifecycleKind::Stopped),
+        [LifecycleKind::Started]
+    );
+    assert!(scheduled.drain_now().is_empty(), "no third restart");
+    drop(sup);
+    shutdown(system);
+}
+
 /// On-failure: a child that stops by itself is not restarted; the
 /// supervisor stops with it.
 #[test]
