@@ -13,7 +13,7 @@
 use std::collections::hash_map::RandomState;
 use std::fmt;
 use std::hash::BuildHasher;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -84,6 +84,9 @@ enum BackoffReset {
     /// or failing.
     Auto(Duration),
 }
+
+/// Numbers every timer a backoff supervisor arms (0 is never used).
+static TIMER_TOKENS: AtomicU64 = AtomicU64::new(1);
 
 type FinalStop<M> = Arc<dyn Fn(&M) -> bool + Send + Sync>;
 
@@ -385,8 +388,9 @@ pub struct BackoffSupervisor<A: Actor> {
     final_stop_received: bool,
     restart_timer: Option<TimerHandle>,
     reset_timer: Option<TimerHandle>,
-    /// Numbers the timers armed, so a stale tick is recognised.
-    next_token: u64,
+    /// The token of the timer armed last: only its tick counts (a stale
+    /// one is recognised and ignored).
+    last_token: u64,
     rng: XorShift,
 }
 
@@ -401,7 +405,7 @@ impl<A: Actor> BackoffSupervisor<A> {
             final_stop_received: false,
             restart_timer: None,
             reset_timer: None,
-            next_token: 0,
+            last_token: 0,
             rng: XorShift::seeded(),
         })
     }
@@ -447,8 +451,11 @@ impl<A: Actor> BackoffSupervisor<A> {
     }
 
     fn arm(&mut self, ctx: &Context<Self>, delay: Duration, kind: TimerKind) -> TimerHandle {
-        self.next_token += 1;
-        let token = self.next_token;
+        // Relaxed: only uniqueness matters. Unique in the process, so a
+        // tick that was already queued when an earlier incarnation of this
+        // supervisor cancelled its timers never matches a later arming.
+        let token = TIMER_TOKENS.fetch_add(1, Ordering::Relaxed);
+        self.last_token = token;
         let me = ctx.self_ref();
         ctx.system().scheduler_handle().schedule(delay, move || {
             me.tell(BackoffMsg::Timer(BackoffTimer { kind, token }));
@@ -507,7 +514,7 @@ impl<A: Actor> BackoffSupervisor<A> {
     }
 
     fn timer(&mut self, ctx: &mut Context<Self>, timer: BackoffTimer) -> Outcome {
-        if timer.token != self.next_token {
+        if timer.token != self.last_token {
             // Stale: armed before a later timer (each kind is armed only
             // after the other's turn is over), or cancelled too late.
             return Ok(());

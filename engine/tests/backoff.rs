@@ -594,3 +594,37 @@ fn stopping_the_supervisor_cancels_the_pending_restart() {
     drop(sup);
     shutdown(system);
 }
+
+/// "any other exception will be escalated": the supervisor fails with the
+/// child's failure, and its own supervisor (the user guardian, which
+/// restarts) makes a new supervisor, which starts a new child.
+#[test]
+fn an_escalated_failure_restarts_the_supervisor_and_its_child() {
+    let system = system();
+    let scheduled = restarts(&system, "sup");
+    let sup_life = lifecycle(&system, "/user/sup");
+    let log = Probe::new();
+    let props = BackoffOptions::on_failure(Flaky::props(&log), "echo", ms(2), ms(30), 0.0)
+        .with_supervisor_strategy(
+            SupervisorStrategy::one_for_one().decider(|_| Directive::Escalate),
+        )
+        .props();
+    let sup = system.spawn(props, "sup").expect("spawn");
+    assert_eq!(sup_life.next(), LifecycleKind::Started);
+    started(&log);
+    tell(&sup, FlakyMsg::Fail);
+    stopped(&log);
+    assert_eq!(sup_life.next(), LifecycleKind::Restarted);
+    started(&log);
+    assert_eq!(
+        sup.ask(|r| BackoffMsg::Msg(FlakyMsg::Echo(9, r)), PATIENCE)
+            .wait(),
+        Ok(9)
+    );
+    assert!(
+        scheduled.drain_now().is_empty(),
+        "no backoff: a new supervisor"
+    );
+    drop(sup);
+    shutdown(system);
+}
