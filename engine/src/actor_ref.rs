@@ -196,6 +196,12 @@ impl ActorId {
         &*self.cell
     }
 
+    /// The typed reference, if this actor's messages are `M`.
+    pub(crate) fn downcast<M: Send + 'static>(&self) -> Option<ActorRef<M>> {
+        let any = Arc::clone(&self.cell).into_any();
+        any.downcast::<Cell<M>>().ok().map(|cell| ActorRef { cell })
+    }
+
     /// Sends a system message; schedules the actor if this send won its
     /// run; a message to a terminated actor is answered as
     /// `undeliverable_system` says.

@@ -143,6 +143,8 @@ pub(crate) trait AnyCell: Send + Sync + 'static {
     /// is closed or full.
     fn enqueue_auto(&self, msg: AutoMsg) -> Result<Enqueued, AutoMsg>;
     fn into_runnable(self: Arc<Self>) -> Arc<dyn Runnable>;
+    /// The cell as `Any`, to recover its message type.
+    fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync>;
     /// A hint: the mailbox is closed (the actor terminated).
     fn is_closed(&self) -> bool;
     /// User messages queued, for a bounded mailbox.
@@ -235,6 +237,10 @@ impl<M: Send + 'static> AnyCell for Cell<M> {
     }
 
     fn into_runnable(self: Arc<Self>) -> Arc<dyn Runnable> {
+        self
+    }
+
+    fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
         self
     }
 

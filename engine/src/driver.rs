@@ -18,6 +18,7 @@ use crate::actor::{Actor, Props};
 use crate::actor_ref::ActorId;
 use crate::cell::{run_callback, undeliverable_system, Cell, Drive, RunEnd};
 use crate::context::Context;
+use crate::events::{publish_lifecycle, publish_supervision, LifecycleKind};
 use crate::failure::{Failure, Killed, Outcome};
 use crate::signal::{Envelope, SystemMsg, Watcher};
 use crate::supervision::{Directive, StrategyKind, SupervisorStrategy};
@@ -87,6 +88,10 @@ impl<A: Actor> Driver<A> {
 
     fn path(&self) -> String {
         self.me().path()
+    }
+
+    fn actor_system(&self) -> &crate::system::ActorSystem {
+        &self.cell().core.system
     }
 
     fn is_stopping(&self) -> bool {
@@ -212,6 +217,8 @@ impl<A: Actor> Driver<A> {
         if let Err(failure) = created {
             self.drop_instance();
             self.fail(failure.into_initialization(), SuspendChildren::All);
+        } else {
+            publish_lifecycle(self.actor_system(), || self.me(), LifecycleKind::Started);
         }
     }
 
@@ -353,6 +360,11 @@ impl<A: Actor> Driver<A> {
             self.fail(init.into_initialization(), SuspendChildren::None);
             return;
         }
+        let kind = match failure {
+            Some(_) => LifecycleKind::Restarted,
+            None => LifecycleKind::Started, // the first creation had failed
+        };
+        publish_lifecycle(self.actor_system(), || self.me(), kind);
         if let Some(failure) = failure {
             let survivors: Vec<ActorId> = self
                 .cell()
@@ -392,6 +404,13 @@ impl<A: Actor> Driver<A> {
         }
         let strategy = self.strategy();
         let directive = strategy.decide(&failure);
+        publish_supervision(
+            self.actor_system(),
+            || self.me(),
+            &child,
+            &failure,
+            directive,
+        );
         if strategy.logs() {
             match directive {
                 Directive::Escalate => {}
@@ -597,6 +616,7 @@ impl<A: Actor> Driver<A> {
         for msg in held {
             undeliverable_system(&me, msg);
         }
+        publish_lifecycle(self.actor_system(), || me.clone(), LifecycleKind::Stopped);
         let parent = self.cell().core.parent.clone();
         if let Some(parent) = &parent {
             parent.send_system(SystemMsg::DeathWatchNotification(me.clone()));

@@ -1,13 +1,36 @@
 //! The event stream: publish/subscribe by event type, for system events
-//! (dead letters) and for users' own monitoring events.
+//! (dead letters, lifecycle, supervision decisions, unhandled messages:
+//! see `events.rs`) and for users' own monitoring events.
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 
 use crate::actor_ref::ActorRef;
+use crate::dead_letters::DeadLetter;
+use crate::events::{LifecycleEvent, SupervisionEvent, UnhandledMessage};
+
+/// How many built-in event types have a lock-free subscriber count.
+const BUILTIN: usize = 4;
+
+/// The slot of a built-in event type in `EventStream::builtin`: the engine
+/// publishes these on hot paths (every actor start and stop), so asking
+/// whether anyone listens must not take the map's lock.
+fn builtin_slot(event: TypeId) -> Option<usize> {
+    if event == TypeId::of::<LifecycleEvent>() {
+        Some(0)
+    } else if event == TypeId::of::<DeadLetter>() {
+        Some(1)
+    } else if event == TypeId::of::<SupervisionEvent>() {
+        Some(2)
+    } else if event == TypeId::of::<UnhandledMessage>() {
+        Some(3)
+    } else {
+        None
+    }
+}
 
 type Deliver = dyn Fn(&dyn Any) -> Keep + Send + Sync;
 
@@ -48,6 +71,9 @@ pub struct EventStream {
     /// Copy-on-write lists, so a publish clones one `Arc` and runs the
     /// subscribers outside the lock (they may subscribe or publish).
     by_type: RwLock<HashMap<TypeId, Arc<[Subscriber]>>>,
+    /// Subscribers per built-in event type (see `builtin_slot`); written
+    /// only under `by_type`'s write lock, together with the map.
+    builtin: [AtomicUsize; BUILTIN],
     next_id: AtomicU64,
 }
 
@@ -72,6 +98,7 @@ impl EventStream {
     pub(crate) fn new() -> EventStream {
         EventStream {
             by_type: RwLock::new(HashMap::new()),
+            builtin: Default::default(),
             next_id: AtomicU64::new(1),
         }
     }
@@ -85,6 +112,12 @@ impl EventStream {
         let mut subs: Vec<Subscriber> = list.iter().cloned().collect();
         subs.push(Subscriber { id, deliver });
         *list = Arc::from(subs);
+        if let Some(slot) = builtin_slot(event) {
+            // Relaxed: a hint read by `has_subscribers`; a publish that
+            // happens after this subscribe (through whatever ordered the two)
+            // sees the new count by coherence, a concurrent one may miss it.
+            self.builtin[slot].fetch_add(1, Ordering::Relaxed);
+        }
         Subscription { id, event }
     }
 
@@ -139,6 +172,10 @@ impl EventStream {
             .cloned()
             .collect();
         let removed = kept.len() != before;
+        if let Some(slot) = builtin_slot(event) {
+            // Relaxed: see `add`.
+            self.builtin[slot].fetch_sub(before - kept.len(), Ordering::Relaxed);
+        }
         if kept.is_empty() {
             map.remove(&event);
         } else {
@@ -147,8 +184,13 @@ impl EventStream {
         removed
     }
 
-    /// Whether anyone listens for `E` (to skip building an event).
+    /// Whether anyone listens for `E` (to skip building an event). For the
+    /// engine's own events this is one atomic load, without a lock.
     pub fn has_subscribers<E: Any>(&self) -> bool {
+        if let Some(slot) = builtin_slot(TypeId::of::<E>()) {
+            // Relaxed: see `add`.
+            return self.builtin[slot].load(Ordering::Relaxed) > 0;
+        }
         self.by_type
             .read()
             .unwrap_or_else(|e| e.into_inner())
@@ -159,6 +201,9 @@ impl EventStream {
     /// it. A subscriber that panics is logged and stays subscribed.
     pub fn publish<E: Any>(&self, event: E) -> usize {
         let event_type = TypeId::of::<E>();
+        if builtin_slot(event_type).is_some() && !self.has_subscribers::<E>() {
+            return 0;
+        }
         let subs = {
             let map = self.by_type.read().unwrap_or_else(|e| e.into_inner());
             match map.get(&event_type) {

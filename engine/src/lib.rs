@@ -45,6 +45,7 @@
 mod actor;
 mod actor_ref;
 mod ask;
+mod backoff;
 mod cell;
 mod context;
 mod coordinated;
@@ -52,6 +53,7 @@ mod dead_letters;
 mod driver;
 mod error;
 mod event_stream;
+mod events;
 mod failure;
 mod guardian;
 mod promise;
@@ -63,11 +65,16 @@ pub use crate::{
     actor::{Actor, Props},
     actor_ref::{ActorId, ActorRef, StopSignal},
     ask::{Ask, AskError, GracefulStop, Reply},
+    backoff::{
+        backoff_delay, BackoffMsg, BackoffOptions, BackoffRestartScheduled, BackoffSupervisor,
+        BackoffTimer,
+    },
     context::Context,
     coordinated::CoordinatedShutdownExt,
     dead_letters::{DeadLetter, Kill, PoisonPill},
     error::{SpawnError, SystemError},
     event_stream::{EventStream, Subscription},
+    events::{LifecycleEvent, LifecycleKind, SupervisionEvent, UnhandledMessage},
     failure::{ActorError, DeathPact, Failure, Killed, Outcome},
     supervision::{default_decider, Directive, StrategyKind, SupervisorStrategy},
     system::{ActorSystem, SystemBuilder, Termination, TerminationReport},

@@ -144,6 +144,11 @@ impl SupervisorStrategy {
         self.logging
     }
 
+    /// The `max_retries` set, if any (a backoff supervisor's default limit).
+    pub(crate) fn retry_limit(&self) -> Option<u32> {
+        self.max_retries
+    }
+
     pub(crate) fn restart_allowed(&self, stats: &mut RestartStats, now: Instant) -> bool {
         stats.request(self.max_retries, self.within, now)
     }

@@ -1,0 +1,188 @@
+//! The system events on the event stream: lifecycle, supervision
+//! decisions, unhandled messages, and the removal of dead subscribers.
+
+mod support;
+
+use std::sync::Mutex;
+
+use proscenium::prelude::*;
+use proscenium::{LifecycleEvent, LifecycleKind, StrategyKind, SupervisionEvent, UnhandledMessage};
+use support::actors::*;
+use support::*;
+
+/// A probe fed by a callback subscription to `E`, keeping `f` of each event
+/// that `f` maps to `Some`.
+fn event_probe<E: std::any::Any, T: Send + 'static>(
+    system: &ActorSystem,
+    f: impl Fn(&E) -> Option<T> + Send + Sync + 'static,
+) -> Probe<T> {
+    let probe = Probe::new();
+    let tx = Mutex::new(probe.tx());
+    system.event_stream().subscribe(move |e: &E| {
+        if let Some(t) = f(e) {
+            let _ = tx.lock().expect("probe lock").send(t);
+        }
+    });
+    probe
+}
+
+/// An actor is started, restarted after a failure, and stopped: one
+/// lifecycle event each, in that order.
+#[test]
+fn lifecycle_events_follow_start_restart_stop() {
+    let system = system();
+    let events = event_probe(&system, |e: &LifecycleEvent| {
+        (e.actor.path() == "/user/boss/w").then_some(e.kind)
+    });
+    let log = Probe::new();
+    let boss = system
+        .spawn(
+            Boss::props(&log.tx(), StrategyKind::OneForOne, Some(Directive::Restart)),
+            "boss",
+        )
+        .expect("boss");
+    let w = hire(&boss, Worker::props("w", &log.tx()), "w");
+    assert_eq!(events.next(), LifecycleKind::Started);
+    w.tell(WorkerMsg::Fail);
+    assert_eq!(events.next(), LifecycleKind::Restarted);
+    assert!(w.graceful_stop(PATIENCE).wait());
+    assert_eq!(events.next(), LifecycleKind::Stopped);
+    drop((boss, w));
+    shutdown(system);
+}
+
+/// A supervisor's decision is published with the child, the failure and
+/// the directive.
+#[test]
+fn supervision_decisions_are_published() {
+    let system = system();
+    let decisions = event_probe(&system, |e: &SupervisionEvent| {
+        Some((
+            e.supervisor.path(),
+            e.child.path(),
+            e.failure.to_string(),
+            e.directive,
+        ))
+    });
+    let log = Probe::new();
+    let boss = system
+        .spawn(
+            Boss::props(&log.tx(), StrategyKind::OneForOne, Some(Directive::Resume)),
+            "boss",
+        )
+        .expect("boss");
+    let w = hire(&boss, Worker::props("w", &log.tx()), "w");
+    w.tell(WorkerMsg::Panic("kaboom"));
+    assert_eq!(
+        decisions.next(),
+        (
+            "/user/boss".to_owned(),
+            "/user/boss/w".to_owned(),
+            "panicked: kaboom".to_owned(),
+            Directive::Resume
+        )
+    );
+    w.tell(WorkerMsg::Fail);
+    let (_, _, failure, directive) = decisions.next();
+    assert_eq!(
+        (failure.as_str(), directive),
+        ("worker failure", Directive::Resume)
+    );
+    drop((boss, w));
+    shutdown(system);
+}
+
+enum Cmd {
+    Known(Reply<()>),
+    Other(String),
+}
+
+struct Strict;
+
+impl Actor for Strict {
+    type Msg = Cmd;
+    fn receive(&mut self, ctx: &mut Context<Self>, msg: Cmd) -> Outcome {
+        match msg {
+            Cmd::Known(reply) => reply.send(()),
+            Cmd::Other(text) => ctx.unhandled(text),
+        }
+        Ok(())
+    }
+}
+
+/// `ctx.unhandled(msg)` publishes the message, with its recipient.
+#[test]
+fn unhandled_messages_are_published() {
+    let system = system();
+    let unhandled = event_probe(&system, |e: &UnhandledMessage| {
+        Some((
+            e.recipient().path(),
+            e.downcast_ref::<String>().cloned(),
+            e.message_type(),
+        ))
+    });
+    let strict = system
+        .spawn(Props::new(|| Strict), "strict")
+        .expect("spawn");
+    strict.tell(Cmd::Other("what?".to_owned()));
+    assert_eq!(
+        unhandled.next(),
+        (
+            "/user/strict".to_owned(),
+            Some("what?".to_owned()),
+            std::any::type_name::<String>()
+        )
+    );
+    // Unhandled is not a failure: the actor goes on.
+    assert_eq!(strict.ask(Cmd::Known, PATIENCE).wait(), Ok(()));
+    drop(strict);
+    shutdown(system);
+}
+
+/// Nobody subscribes: nothing is built or delivered, and the actor still
+/// works.
+#[test]
+fn without_subscribers_nothing_is_published() {
+    let system = system();
+    let stream = system.event_stream();
+    assert!(!stream.has_subscribers::<LifecycleEvent>());
+    assert!(!stream.has_subscribers::<SupervisionEvent>());
+    assert!(!stream.has_subscribers::<UnhandledMessage>());
+    assert!(!stream.has_subscribers::<DeadLetter>());
+    let strict = system
+        .spawn(Props::new(|| Strict), "strict")
+        .expect("spawn");
+    strict.tell(Cmd::Other("ignored".to_owned()));
+    assert_eq!(strict.ask(Cmd::Known, PATIENCE).wait(), Ok(()));
+    let sub = stream.subscribe(|_: &LifecycleEvent| {});
+    assert!(stream.has_subscribers::<LifecycleEvent>());
+    assert!(stream.unsubscribe(&sub));
+    assert!(!stream.has_subscribers::<LifecycleEvent>());
+    drop(strict);
+    shutdown(system);
+}
+
+/// "a subscriber actor that has terminated is removed": the subscriber's
+/// own Stopped event finds its mailbox closed and ends the subscription,
+/// before anyone learns that it terminated.
+#[test]
+fn a_dead_subscriber_actor_is_removed() {
+    let system = system();
+    let log = Probe::new();
+    let w = system
+        .spawn(Worker::props("w", &log.tx()), "w")
+        .expect("spawn");
+    let stream = system.event_stream();
+    stream.subscribe_actor(&w, |_: &LifecycleEvent| WorkerMsg::Inc);
+    stream.subscribe_actor(&w, |_: &u32| WorkerMsg::Inc);
+    assert_eq!(stream.publish(7_u32), 1);
+    assert_eq!(count(&w), 1);
+    assert!(w.graceful_stop(PATIENCE).wait());
+    assert!(!stream.has_subscribers::<LifecycleEvent>());
+    // The u32 subscription ends at the first publish after the death.
+    assert!(stream.has_subscribers::<u32>());
+    assert_eq!(stream.publish(8_u32), 0);
+    assert!(!stream.has_subscribers::<u32>());
+    drop(w);
+    shutdown(system);
+}
