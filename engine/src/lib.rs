@@ -47,6 +47,7 @@ mod actor_ref;
 mod ask;
 mod backoff;
 mod cell;
+mod config;
 mod context;
 mod coordinated;
 mod dead_letters;
