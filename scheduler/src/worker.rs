@@ -6,7 +6,7 @@ use crate::idle::Unparked;
 use crate::metrics::Counters;
 use crate::runnable::{Budget, RunOutcome};
 use crate::scheduler::{Job, Shared};
-use crate::sync::Arc;
+use crate::sync::{Arc, Ordering};
 use crossbeam_deque::{Steal, Worker as Deque};
 use crossbeam_utils::Backoff;
 use std::any::Any;
@@ -151,17 +151,32 @@ pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
     }
 }
 
-/// One urgent runnable, if any. Looked at before every run: in the common
-/// case the queue is empty and its two index lines sit unmodified in this
-/// core's cache, so the check is two loads that hit.
+/// One urgent runnable, if any. Looked at before every run, where in the
+/// common case the hint is zero: one load of a cache line that nobody
+/// writes. A searching worker (`by_hint` false) looks at the queue itself,
+/// as `has_shared_work` does, so a job pushed but not yet counted is not
+/// missed there.
+///
+/// The hint can briefly wrap below zero (a worker takes a job whose
+/// submitter has not counted it yet): that only costs a few empty steals
+/// until the submitter's increment lands.
 #[inline]
-fn take_urgent(shared: &Shared) -> Option<Job> {
-    if shared.urgent.is_empty() {
+fn take_urgent(shared: &Shared, by_hint: bool) -> Option<Job> {
+    if by_hint {
+        // Relaxed: a hint (see `Shared::urgent_hint`).
+        if shared.urgent_hint.load(Ordering::Relaxed) == 0 {
+            return None;
+        }
+    } else if shared.urgent.is_empty() {
         return None;
     }
     loop {
         match shared.urgent.steal() {
-            Steal::Success(job) => return Some(job),
+            Steal::Success(job) => {
+                // Relaxed: a hint; pairs with nothing.
+                shared.urgent_hint.fetch_sub(1, Ordering::Relaxed);
+                return Some(job);
+            }
             Steal::Empty => return None,
             Steal::Retry => {}
         }
@@ -248,14 +263,12 @@ impl LoopState<'_> {
         }
     }
 
-    /// LIFO slot (at most `LIFO_STREAK_LIMIT` times in a row), then the local
-    /// queue, polling the injector first every `INJECTOR_INTERVAL` runs.
+    /// LIFO slot (at most `LIFO_STREAK_LIMIT` times in a row), then the
+    /// urgent queue, then the local queue, polling the injector first every
+    /// `INJECTOR_INTERVAL` runs.
     #[inline]
     fn next_local(&mut self) -> Option<Job> {
         let local = self.local;
-        if let Some(job) = take_urgent(&local.shared) {
-            return Some(job);
-        }
         self.tick = self.tick.wrapping_add(1);
         if self.tick % INJECTOR_INTERVAL == 0 {
             if local.shared.idle.is_shutdown() {
@@ -274,6 +287,12 @@ impl LoopState<'_> {
             local.deque.push(job);
         }
         self.lifo_streak = 0;
+        // Urgent work overtakes the local queue. Not checked ahead of the
+        // LIFO slot (a request/reply pair's hot path), whose streak is
+        // capped, so the wait is at most that many runs.
+        if let Some(job) = take_urgent(&local.shared, true) {
+            return Some(job);
+        }
         local.deque.pop()
     }
 
@@ -299,7 +318,7 @@ impl LoopState<'_> {
         let n = shared.stealers.len();
         let backoff = Backoff::new();
         for _ in 0..SEARCH_ROUNDS {
-            if let Some(job) = take_urgent(shared) {
+            if let Some(job) = take_urgent(shared, false) {
                 return Some(job);
             }
             let mut retry = false;
