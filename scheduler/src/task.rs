@@ -226,16 +226,7 @@ impl Handle {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        let join = Arc::new(JoinState {
-            slot: Mutex::new(JoinSlot {
-                result: None,
-                done: false,
-                detached: false,
-                blocked: false,
-                waker: None,
-            }),
-            condvar: Condvar::new(),
-        });
+        let join = JoinState::new();
         self.spawn_task(future, Some(Arc::clone(&join)), false);
         JoinHandle { join }
     }
@@ -250,16 +241,7 @@ impl Handle {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        let join = Arc::new(JoinState {
-            slot: Mutex::new(JoinSlot {
-                result: None,
-                done: false,
-                detached: false,
-                blocked: false,
-                waker: None,
-            }),
-            condvar: Condvar::new(),
-        });
+        let join = JoinState::new();
         self.spawn_task(future, Some(Arc::clone(&join)), true);
         JoinHandle { join }
     }
@@ -315,6 +297,19 @@ struct JoinSlot<T> {
 }
 
 impl<T> JoinState<T> {
+    fn new() -> Arc<JoinState<T>> {
+        Arc::new(JoinState {
+            slot: Mutex::new(JoinSlot {
+                result: None,
+                done: false,
+                detached: false,
+                blocked: false,
+                waker: None,
+            }),
+            condvar: Condvar::new(),
+        })
+    }
+
     fn complete(&self, result: Result<T, JoinError>) {
         let (waker, unwanted, blocked) = {
             let mut slot = lock(&self.slot);
