@@ -54,6 +54,7 @@ mod event_stream;
 mod failure;
 mod guardian;
 mod promise;
+mod routing;
 mod signal;
 mod supervision;
 mod system;
@@ -67,6 +68,7 @@ pub use crate::{
     error::{SpawnError, SystemError},
     event_stream::{EventStream, Subscription},
     failure::{ActorError, DeathPact, Failure, Killed, Outcome},
+    routing::{Broadcast, Group, Pool, Resizer, Router, RouterMsg, RouterRef},
     supervision::{default_decider, Directive, StrategyKind, SupervisorStrategy},
     system::{ActorSystem, SystemBuilder, Termination, TerminationReport},
 };
