@@ -15,6 +15,11 @@ use crate::ask::{Ask, GracefulStop, Reply};
 /// `router.tell(msg.into())` routes a plain message; [`RouterRef`] wraps
 /// the reference for `router.tell(msg)` and `router.broadcast(msg)`.
 ///
+/// Why a message type of its own rather than an `ActorRef<M>` in disguise:
+/// a router is told more than `M` (broadcasts, management messages), and
+/// an `ActorRef<M>` has no way to intercept what is told to it. The cost is `RouterMsg::Route` around each
+/// message, which `From<M>` and [`RouterRef`] hide.
+///
 /// PoisonPill, Kill and Stop sent to the router itself (with
 /// [`ActorRef::poison_pill`] and the like) are for the router, as in Akka:
 /// they are not passed on. To reach the routees, wrap them:
@@ -74,7 +79,7 @@ impl<M: Send + 'static> fmt::Debug for RouterMsg<M> {
 /// time), or a PoisonPill or Kill for each routee's user lane, after what
 /// it already has.
 ///
-/// The gracious way to stop a group router (whose routees are not its
+/// The graceful way to stop a group router (whose routees are not its
 /// children) is a broadcast PoisonPill, then a PoisonPill to the router:
 ///
 /// ```

@@ -12,13 +12,6 @@
 //! `ActorRef<RouterMsg<M>>`, where `M` is the routees' message type;
 //! [`RouterRef`] wraps it for `tell(m)` and `broadcast(m)`.
 //!
-//! Typed design: a router is an actor of its own message type,
-//! [`RouterMsg<M>`], rather than an `ActorRef<M>` in disguise, because the
-//! typed API has no other place for what a router is told besides `M`
-//! (broadcasts, management messages) and no way to intercept what is
-//! told to an `ActorRef<M>`. The cost is `RouterMsg::Route` around each
-//! message, which `From<M>` and [`RouterRef`] hide.
-//!
 //! ```
 //! use proscenium::prelude::*;
 //! use proscenium::{Pool, RouterRef};
