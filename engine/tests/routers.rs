@@ -676,3 +676,72 @@ fn an_empty_group_sends_to_dead_letters() {
     drop(group);
     shutdown(system);
 }
+
+/// A pool with a resizer does not stop when its routees are all gone: the
+/// next routed message grows it back to the lower bound.
+#[test]
+fn a_resizing_pool_left_without_routees_grows_back() {
+    let system = system();
+    let log = Probe::new();
+    let resizer = Resizer::new(2, 4).messages_per_resize(1000);
+    let router = spawn_router(
+        &system,
+        Pool::round_robin(2)
+            .with_resizer(resizer)
+            .props(Routee::props(&log.tx())),
+    );
+    let first = routees(&router);
+    router.broadcast_poison_pill();
+    wait_routees(&router, 0);
+    let name = who(&router);
+    let now = routees(&router);
+    assert_eq!(now.len(), 2);
+    assert!(now.iter().any(|r| r.name() == name));
+    assert!(now.iter().all(|r| !first.contains(r)));
+    drop((router, first, now));
+    shutdown(system);
+}
+
+/// Management messages: a group takes and drops routees (a dropped group
+/// routee keeps running: it is not the router's child); a pool's routee
+/// removed from the table gets a PoisonPill, and a pool without routees
+/// stops.
+#[test]
+fn routees_are_added_and_removed() {
+    let system = system();
+    let log = Probe::new();
+    let members: Vec<ActorRef<Job>> = ["a", "b"]
+        .iter()
+        .map(|n| system.spawn(Routee::props(&log.tx()), n).expect("member"))
+        .collect();
+    let group = spawn_router(
+        &system,
+        Group::round_robin(vec![members[0].clone()]).into_props(),
+    );
+    group
+        .actor_ref()
+        .tell(RouterMsg::AddRoutee(members[1].clone()));
+    assert_eq!(routees(&group), members);
+    group
+        .actor_ref()
+        .tell(RouterMsg::RemoveRoutee(members[0].id()));
+    assert_eq!(routees(&group), [members[1].clone()]);
+    assert_eq!(who(&group), "b");
+    assert!(!members[0].is_terminated());
+
+    let watcher = system
+        .spawn(Worker::props("watcher", &log.tx()), "watcher")
+        .expect("watcher");
+    let pool = RouterRef::new(
+        system
+            .spawn(Pool::round_robin(1).props(Routee::props(&log.tx())), "pool")
+            .expect("pool"),
+    );
+    watcher.tell(WorkerMsg::Watch(pool.id()));
+    let only = routees(&pool);
+    pool.actor_ref().tell(RouterMsg::RemoveRoutee(only[0].id()));
+    log.until("watcher saw pool terminate");
+    assert!(only[0].is_terminated());
+    drop((group, members, watcher, pool, only));
+    shutdown(system);
+}

@@ -120,7 +120,7 @@ macro_rules! logic_constructors {
 /// * A routee that terminates is removed from the routing table (the
 ///   router watches its routees). When the last one is gone, a pool
 ///   without a resizer stops itself (as Akka's); with a resizer, the next
-///   message grows it back to the lower bound.
+///   routed message grows it back to the lower bound.
 /// * A routee's failure goes to the pool's
 ///   [`supervisor_strategy`](Self::supervisor_strategy): by default
 ///   Akka's pool default, "always escalate", so the router's own parent

@@ -58,12 +58,11 @@ impl<M> fmt::Debug for LogicKind<M> {
 }
 
 /// Where a message goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Selection {
+pub(crate) enum Selection<M> {
     /// To the routee at this index.
     One(usize),
-    /// To every routee (a clone each).
-    All,
+    /// To every routee (a clone each, made with this function).
+    All(fn(&M) -> M),
     /// Nowhere: there is no routee (dead letters).
     Nobody,
 }
@@ -82,7 +81,9 @@ pub(crate) enum Logic<M> {
         virtual_nodes: usize,
         ring: Ring,
     },
-    Broadcast,
+    Broadcast {
+        clone: fn(&M) -> M,
+    },
 }
 
 impl<M: Send + 'static> Logic<M> {
@@ -99,13 +100,13 @@ impl<M: Send + 'static> Logic<M> {
                 virtual_nodes: *virtual_nodes,
                 ring: Ring::default(),
             },
-            LogicKind::Broadcast { .. } => Logic::Broadcast,
+            LogicKind::Broadcast { clone } => Logic::Broadcast { clone: *clone },
         }
     }
 
     /// Chooses where `msg` goes among `routees`.
     #[inline]
-    pub(crate) fn select(&mut self, msg: &M, routees: &[ActorRef<M>]) -> Selection {
+    pub(crate) fn select(&mut self, msg: &M, routees: &[ActorRef<M>]) -> Selection<M> {
         let n = routees.len();
         if n == 0 {
             return Selection::Nobody;
@@ -132,7 +133,7 @@ impl<M: Send + 'static> Logic<M> {
                 Some(i) => Selection::One(i),
                 None => Selection::Nobody,
             },
-            Logic::Broadcast => Selection::All,
+            Logic::Broadcast { clone } => Selection::All(*clone),
         }
     }
 
@@ -156,7 +157,7 @@ impl<M> fmt::Debug for Logic<M> {
             Logic::Random(_) => "Random",
             Logic::SmallestMailbox { .. } => "SmallestMailbox",
             Logic::ConsistentHashing { .. } => "ConsistentHashing",
-            Logic::Broadcast => "Broadcast",
+            Logic::Broadcast { .. } => "Broadcast",
         })
     }
 }

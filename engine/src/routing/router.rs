@@ -59,7 +59,7 @@ impl<M: Send + 'static> Router<M> {
         let resize_due = match &self.config.routees {
             Routees::Pool {
                 resizer: Some(r), ..
-            } => r.is_time_for_resize(self.routed),
+            } => r.is_time_for_resize(self.routed) || self.routees.is_empty(),
             _ => false,
         };
         if resize_due {
@@ -68,10 +68,7 @@ impl<M: Send + 'static> Router<M> {
         self.routed = self.routed.wrapping_add(1);
         match self.logic.select(&msg, &self.routees) {
             Selection::One(i) => self.routees[i].tell(msg),
-            Selection::All => match &self.config.logic {
-                logic::LogicKind::Broadcast { clone } => self.send_all(ctx, msg, *clone),
-                _ => unreachable!("only the broadcast logic selects every routee"),
-            },
+            Selection::All(clone) => self.send_all(ctx, msg, clone),
             Selection::Nobody => dead_letter(ctx, Envelope::Msg(msg)),
         }
     }
