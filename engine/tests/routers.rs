@@ -745,3 +745,33 @@ fn routees_are_added_and_removed() {
     drop((group, members, watcher, pool, only));
     shutdown(system);
 }
+
+/// A broadcast Kill reaches every routee's user lane after what it has:
+/// each fails with `Killed`, which its supervisor (here `/user`) answers
+/// with Stop; the group drops them and stays up.
+#[test]
+fn a_broadcast_kill_reaches_every_routee() {
+    let system = system();
+    let log = Probe::new();
+    let members: Vec<ActorRef<Job>> = ["a", "b", "c"]
+        .iter()
+        .map(|n| system.spawn(Routee::props(&log.tx()), n).expect("member"))
+        .collect();
+    let group = spawn_router(&system, Group::round_robin(members.clone()).into_props());
+    for n in 0..3 {
+        group.tell(Job::Note(n));
+    }
+    group
+        .actor_ref()
+        .tell(RouterMsg::Broadcast(Broadcast::kill()));
+    wait_routees(&group, 0);
+    assert!(members.iter().all(ActorRef::is_terminated));
+    let lines = log.drain_now();
+    assert_eq!(
+        handled(&lines).len(),
+        3,
+        "the notes ahead of Kill: {lines:?}"
+    );
+    drop((group, members));
+    shutdown(system);
+}
