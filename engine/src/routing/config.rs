@@ -4,7 +4,7 @@
 
 use std::fmt;
 use std::hash::Hash;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::actor::{Actor, Props};
 use crate::actor_ref::ActorRef;
@@ -25,6 +25,11 @@ type SpawnRoutee<M> =
 pub(crate) struct RouterConfig<M: Send + 'static> {
     pub(crate) logic: LogicKind<M>,
     pub(crate) routees: Routees<M>,
+    /// A restarting pool router's routees, by router uid, handed from the
+    /// old incarnation (`pre_restart`) to the new one (`post_restart`). A
+    /// lock, taken only on restarts: `Props` may be cloned and spawn several
+    /// routers that share this config.
+    pub(crate) survivors: Mutex<Vec<(u64, Vec<ActorRef<M>>)>>,
 }
 
 pub(crate) enum Routees<M: Send + 'static> {
@@ -124,7 +129,9 @@ macro_rules! logic_constructors {
 /// * A routee's failure goes to the pool's
 ///   [`supervisor_strategy`](Self::supervisor_strategy): by default
 ///   Akka's pool default, "always escalate", so the router's own parent
-///   decides, and restarting the router re-creates its routees.
+///   decides. As in Akka, a restart of the router keeps its routees (same
+///   references, same mailboxes, the pool's size kept) and restarts each
+///   of them.
 ///
 /// ```
 /// # use proscenium::prelude::*;
@@ -178,7 +185,7 @@ impl<M: Send + 'static> Pool<M> {
 
     /// Akka's pool default: one-for-one, always escalate. A routee's failure
     /// fails the router, and the router's parent decides for the pool as a
-    /// whole (its default, Restart, re-creates every routee).
+    /// whole (its default, Restart, restarts every routee in place).
     pub fn default_strategy() -> SupervisorStrategy {
         SupervisorStrategy::one_for_one().decider(|_| Directive::Escalate)
     }
@@ -193,6 +200,7 @@ impl<M: Send + 'static> Pool<M> {
                 resizer: self.resizer,
                 strategy: self.strategy.unwrap_or_else(Pool::<M>::default_strategy),
             },
+            survivors: Mutex::default(),
         };
         Router::props(config)
     }
@@ -248,6 +256,7 @@ impl<M: Send + 'static> Group<M> {
             routees: Routees::Group {
                 routees: self.routees,
             },
+            survivors: Mutex::default(),
         })
     }
 }

@@ -8,7 +8,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use crate::actor::{Actor, Props};
 use crate::actor_ref::{ActorId, ActorRef};
 use crate::context::Context;
-use crate::failure::Outcome;
+use crate::failure::{Failure, Outcome};
 use crate::routing::config::{Routees, RouterConfig};
 use crate::routing::logic::{self, Logic, Selection};
 use crate::routing::message::{Broadcast, BroadcastKind, RouterMsg};
@@ -241,6 +241,48 @@ impl<M: Send + 'static> Actor for Router<M> {
             self.logic.routees_changed(&self.routees);
             self.stop_if_all_removed(ctx);
         }
+        Ok(())
+    }
+
+    /// A pool keeps its routees across its own restart (Akka's router does
+    /// not "scrap children" either): they are handed to the new incarnation,
+    /// and the engine restarts each of them after `post_restart`, keeping
+    /// their mailboxes. A group has no children; it starts over from its
+    /// configured routees.
+    fn pre_restart(&mut self, ctx: &mut Context<Self>, _failure: &Failure) {
+        if self.is_pool() {
+            let routees = std::mem::take(&mut self.routees);
+            self.config
+                .survivors
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push((ctx.id().uid(), routees));
+        }
+    }
+
+    fn post_restart(&mut self, ctx: &mut Context<Self>, _failure: &Failure) -> Outcome {
+        let uid = ctx.id().uid();
+        let survivors = {
+            let mut stash = self
+                .config
+                .survivors
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            let at = stash.iter().position(|(u, _)| *u == uid);
+            at.map(|i| stash.swap_remove(i).1).unwrap_or_default()
+        };
+        // Still watched (the watch outlives the incarnation); one that died
+        // meanwhile gets its Terminated handled as usual.
+        let survivors: Vec<ActorRef<M>> = survivors
+            .into_iter()
+            .filter(|r| !r.is_terminated())
+            .collect();
+        if survivors.is_empty() {
+            return self.pre_start(ctx);
+        }
+        self.logic = Logic::new(&self.config.logic, seed(ctx));
+        self.routees = survivors;
+        self.logic.routees_changed(&self.routees);
         Ok(())
     }
 
