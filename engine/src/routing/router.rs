@@ -28,10 +28,11 @@ use crate::supervision::SupervisorStrategy;
 /// every message sent to it before, and nothing is routed to a routee
 /// after the router has removed it. Akka's faster design routes on the
 /// sender's thread without the router's mailbox; it needs a routing table
-/// shared by every sender (and per-sender ordering against PoisonPill and
-/// resizes, which Akka gets from a lock-protected copy-on-write table).
-/// It is not done here: the single router actor is the throughput limit
-/// of a pool (see BENCHMARKS.md, "Routers").
+/// that every sender reads (Akka swaps an immutable one atomically, which
+/// in Rust needs deferred reclamation of the old table) and a shared
+/// round-robin counter (an atomic read-modify-write per message on one
+/// cache line). It is not done here: the single router actor is the
+/// throughput limit of a pool (see BENCHMARKS.md, "Routers").
 pub struct Router<M: Send + 'static> {
     config: Arc<RouterConfig<M>>,
     logic: Logic<M>,
