@@ -58,6 +58,7 @@ mod events;
 mod failure;
 mod guardian;
 mod promise;
+mod routing;
 mod signal;
 mod supervision;
 mod system;
@@ -77,6 +78,7 @@ pub use crate::{
     event_stream::{EventStream, Subscription},
     events::{LifecycleEvent, LifecycleKind, SupervisionEvent, UnhandledMessage},
     failure::{ActorError, DeathPact, Failure, Killed, Outcome},
+    routing::{Broadcast, Group, Pool, Resizer, Router, RouterMsg, RouterRef},
     supervision::{default_decider, Directive, StrategyKind, SupervisorStrategy},
     system::{ActorSystem, SystemBuilder, Termination, TerminationReport},
 };
