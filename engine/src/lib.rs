@@ -84,7 +84,7 @@ pub use crate::{
 };
 pub use proscenium_mailbox::{trim_node_cache, TrySendError};
 pub use proscenium_shutdown::{
-    AddTaskError, Cancellable, ConfigError, CoordinatedShutdown, Phase, PhaseConfig, Reason,
+    AddTaskError, CancellableTask, ConfigError, CoordinatedShutdown, Phase, PhaseConfig, Reason,
     RunState, ShutdownConfig, ShutdownError, ShutdownRun, ShutdownState, TaskError, TaskFailure,
     TaskReport, TaskState,
 };

@@ -24,6 +24,7 @@ pub use crate::config::{ConfigError, ShutdownConfig};
 pub use crate::phase::{Phase, PhaseConfig};
 pub use crate::run::{Reason, ShutdownError, ShutdownRun, TaskError, TaskFailure};
 pub use crate::shutdown::{
-    AddTaskError, Cancellable, CoordinatedShutdown, RunState, ShutdownState, TaskReport, TaskState,
+    AddTaskError, CancellableTask, CoordinatedShutdown, RunState, ShutdownState, TaskReport,
+    TaskState,
 };
 pub use crate::signals::{SignalError, SignalRegistration};

@@ -153,18 +153,20 @@ impl fmt::Debug for CoordinatedShutdown {
 
 /// Cancels a task added by [`CoordinatedShutdown::add_cancellable_task`].
 #[derive(Clone)]
-pub struct Cancellable {
+pub struct CancellableTask {
     inner: Arc<Inner>,
     id: u64,
 }
 
-impl fmt::Debug for Cancellable {
+impl fmt::Debug for CancellableTask {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Cancellable").field("id", &self.id).finish()
+        f.debug_struct("CancellableTask")
+            .field("id", &self.id)
+            .finish()
     }
 }
 
-impl Cancellable {
+impl CancellableTask {
     /// Cancels the task: it will not run. `true` if it was pending; `false`
     /// if it had started, finished, or was already cancelled.
     pub fn cancel(&self) -> bool {
@@ -247,13 +249,13 @@ impl CoordinatedShutdown {
         phase: &str,
         name: &str,
         f: F,
-    ) -> Result<Cancellable, AddTaskError>
+    ) -> Result<CancellableTask, AddTaskError>
     where
         F: FnOnce() -> Fut + Send + 'static,
         Fut: Future<Output = Result<(), TaskError>> + Send + 'static,
     {
         let id = self.add(phase, name, f)?;
-        Ok(Cancellable {
+        Ok(CancellableTask {
             inner: Arc::clone(&self.inner),
             id,
         })
