@@ -21,6 +21,7 @@ use crate::context::Context;
 use crate::failure::{Failure, Killed, Outcome};
 use crate::signal::{Envelope, SystemMsg, Watcher};
 use crate::supervision::{Directive, StrategyKind, SupervisorStrategy};
+use crate::timers::Extras;
 
 /// How many messages a terminating actor drains before its mailbox closes
 /// (see `finish_terminate`); what is left after that is drained after it.
@@ -66,10 +67,14 @@ pub(crate) struct Driver<A: Actor> {
 
 impl<A: Actor> Driver<A> {
     pub(crate) fn new(props: Props<A>) -> Driver<A> {
+        let mut ctx = Context::new();
+        if let Some(capacity) = props.stash_capacity() {
+            ctx.extras = Some(Box::new(Extras::new(Some(capacity))));
+        }
         Driver {
             actor: None,
             props: Some(props),
-            ctx: Context::new(),
+            ctx,
             life: Life::New,
             failed: false,
             perpetrator: None,
@@ -159,7 +164,29 @@ impl<A: Actor> Driver<A> {
                         .dead_envelope(me, Envelope::Msg(msg));
                     return;
                 }
+                self.ctx.touch_receive();
                 if let Err(failure) = self.call(|a, ctx| a.receive(ctx, msg)) {
+                    self.fail(failure, SuspendChildren::All);
+                }
+            }
+            Envelope::Timer(slot) => {
+                if self.actor.is_none() {
+                    let me = self.me();
+                    self.cell()
+                        .core
+                        .system
+                        .dead_envelope(me, Envelope::Timer(slot));
+                    return;
+                }
+                if !self.ctx.timer_due(&slot) {
+                    return; // cancelled, replaced, or not idle long enough
+                }
+                let handled = self.call(|a, ctx| match slot.produce() {
+                    Some(msg) => a.receive(ctx, msg),
+                    None => Ok(()),
+                });
+                self.ctx.timer_handled(&slot);
+                if let Err(failure) = handled {
                     self.fail(failure, SuspendChildren::All);
                 }
             }
@@ -308,6 +335,7 @@ impl<A: Actor> Driver<A> {
             return;
         }
         self.call_logged("pre_restart", |a, ctx| a.pre_restart(ctx, &failure));
+        self.restart_extras();
         self.drop_instance();
         self.perpetrator = None;
         self.life = Life::Restarting(Some(failure));
@@ -317,10 +345,18 @@ impl<A: Actor> Driver<A> {
     /// Re-creation after a failed creation: stop whatever children the
     /// failed attempt made, wait for them, then create again.
     fn fault_create(&mut self) {
+        self.restart_extras();
         let ctx = &mut self.ctx;
         ctx.stop_all_children();
         self.life = Life::Restarting(None);
         self.restart_progress();
+    }
+
+    /// As Akka: a restart cancels the timers and the receive timeout of the
+    /// old incarnation, and unstashes its stash for the new one.
+    fn restart_extras(&mut self) {
+        self.ctx.cancel_timers();
+        self.ctx.unstash_all();
     }
 
     /// Finishes a restart once no child is still stopping.
@@ -533,6 +569,8 @@ impl<A: Actor> Driver<A> {
         // SAFETY: we hold the run.
         unsafe { self.cell().mailbox.suspend() };
         self.life = Life::Terminating;
+        // No timer outlives its actor: none fires while the children stop.
+        self.ctx.cancel_timers();
         let me = self.me();
         // Dropping the state also forgets the Terminated signals queued and
         // not yet handled: a stopping actor handles no more of them.
@@ -560,6 +598,14 @@ impl<A: Actor> Driver<A> {
         }
         self.drop_instance();
         self.life = Life::Terminated;
+        // The stash goes to dead letters first: it is older than the queue.
+        let me = self.me();
+        for msg in self.ctx.take_stash() {
+            self.cell()
+                .core
+                .system
+                .dead_envelope(me.clone(), Envelope::Msg(msg));
+        }
         // What is still queued goes to dead letters before anyone can learn
         // of the end: so a watcher (or a graceful stop) that sees this actor
         // terminated also sees the dead letters of everything that was
@@ -627,12 +673,62 @@ impl<A: Actor> Driver<A> {
     }
 }
 
+impl<A: Actor> Driver<A> {
+    /// One step of a run while unstashed messages wait: a system message if
+    /// one is queued (invariant 3), else the oldest unstashed message, which
+    /// comes before anything still in the user lane. `Some` ends the run.
+    fn step_unstashed(&mut self, cell: &Arc<Cell<A::Msg>>, budget: &mut Budget) -> Option<RunEnd> {
+        // The user lane is closed for one dequeue, so only the system lane
+        // answers (a suspended actor's does anyway).
+        // SAFETY: `Cell::run` holds the run while it calls us, as each of
+        // these calls requires.
+        let (suspended, dequeued) = unsafe {
+            let suspended = cell.mailbox.is_suspended();
+            cell.mailbox.suspend();
+            let dequeued = cell.mailbox.dequeue();
+            cell.mailbox.resume();
+            (suspended, dequeued)
+        };
+        let blocked = suspended || !matches!(self.life, Life::Running);
+        match dequeued {
+            // A system message half-pushed: come back for it (releasing
+            // could leave the unstashed messages behind).
+            Dequeued::Retry => return Some(RunEnd::Yield),
+            // Suspended or stopping: the unstashed messages wait for the
+            // resume (a system message, which schedules the cell again) or
+            // go to dead letters with the stash.
+            Dequeued::Empty if blocked => return Some(RunEnd::Release),
+            Dequeued::Empty => {
+                let _ = budget.consume();
+                let msg = self.ctx.next_unstashed().expect("has_unstashed said so");
+                self.invoke(Envelope::Msg(msg));
+            }
+            dequeued => {
+                let _ = budget.consume();
+                match dequeued {
+                    _ if matches!(self.life, Life::Terminated) => self.drain(dequeued),
+                    Dequeued::User(envelope) => self.invoke(envelope),
+                    Dequeued::System(msg) => self.system(msg),
+                    Dequeued::Empty | Dequeued::Retry => unreachable!("handled above"),
+                }
+            }
+        }
+        None
+    }
+}
+
 impl<A: Actor> Drive<A::Msg> for Driver<A> {
     fn run(&mut self, cell: &Arc<Cell<A::Msg>>, budget: &mut Budget) -> RunEnd {
         self.ctx.cell = Some(Arc::clone(cell));
         let end = loop {
             if budget.is_exhausted() {
                 break RunEnd::Yield;
+            }
+            if self.ctx.has_unstashed() {
+                match self.step_unstashed(cell, budget) {
+                    Some(end) => break end,
+                    None => continue,
+                }
             }
             // SAFETY: `Cell::run` holds the run while it calls us.
             let dequeued = unsafe { cell.mailbox.dequeue() };

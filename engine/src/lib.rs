@@ -55,8 +55,10 @@ mod failure;
 mod guardian;
 mod promise;
 mod signal;
+mod stash;
 mod supervision;
 mod system;
+mod timers;
 
 pub use crate::{
     actor::{Actor, Props},
@@ -67,15 +69,18 @@ pub use crate::{
     error::{SpawnError, SystemError},
     event_stream::{EventStream, Subscription},
     failure::{ActorError, DeathPact, Failure, Killed, Outcome},
+    stash::StashOverflowError,
     supervision::{default_decider, Directive, StrategyKind, SupervisorStrategy},
     system::{ActorSystem, SystemBuilder, Termination, TerminationReport},
+    timers::{Cancellable, TimerKey},
 };
 pub use proscenium_mailbox::{trim_node_cache, TrySendError};
 
 /// What most users import: `use proscenium::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        Actor, ActorError, ActorId, ActorRef, ActorSystem, AskError, Context, DeadLetter,
-        Directive, Failure, Outcome, Props, Reply, SupervisorStrategy,
+        Actor, ActorError, ActorId, ActorRef, ActorSystem, AskError, Cancellable, Context,
+        DeadLetter, Directive, Failure, Outcome, Props, Reply, StashOverflowError,
+        SupervisorStrategy, TimerKey,
     };
 }
