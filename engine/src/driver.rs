@@ -595,6 +595,8 @@ impl<A: Actor> Driver<A> {
     fn finish_terminate(&mut self) {
         if self.actor.is_some() {
             self.call_logged("post_stop", |a, ctx| a.post_stop(ctx));
+            // Timers started by `post_stop` itself.
+            self.ctx.cancel_timers();
         }
         self.drop_instance();
         self.life = Life::Terminated;

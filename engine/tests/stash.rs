@@ -197,7 +197,7 @@ fn a_stopped_actors_stash_goes_to_dead_letters() {
     a.stop();
     open.send(()).expect("open");
     assert_eq!(dead.take(4), [1, 2, 3, 4]);
-    assert!(a.graceful_stop(PATIENCE).wait());
+    eventually_terminated(&a);
     assert_eq!(system.dead_letter_count(), 4);
     assert!(probe.drain_now().is_empty());
     drop(a);
