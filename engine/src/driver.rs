@@ -21,7 +21,7 @@ use crate::context::Context;
 use crate::failure::{Failure, Killed, Outcome};
 use crate::signal::{Envelope, SystemMsg, Watcher};
 use crate::supervision::{Directive, StrategyKind, SupervisorStrategy};
-use crate::timers::Extras;
+use crate::timers::{Extras, TimerSlot};
 
 /// How many messages a terminating actor drains before its mailbox closes
 /// (see `finish_terminate`); what is left after that is drained after it.
@@ -152,44 +152,39 @@ impl<A: Actor> Driver<A> {
     // ---- the user lane --------------------------------------------------
 
     fn invoke(&mut self, envelope: Envelope<A::Msg>) {
+        let msg = match envelope {
+            Envelope::Msg(msg) => msg,
+            // The message a timer delivers takes the same path as any
+            // other: one call site of `receive`, which the compiler then
+            // inlines into the run loop (a second one costs the message
+            // path about 40 instructions; callgrind, see decision 0005).
+            Envelope::Timer(slot) => match self.timer_message(slot) {
+                Some(msg) => msg,
+                None => return,
+            },
+            other => return self.invoke_auto(other),
+        };
+        if self.actor.is_none() {
+            // Unreachable in practice: the user lane is suspended whenever
+            // there is no instance. Never lose the message.
+            let me = self.me();
+            self.cell()
+                .core
+                .system
+                .dead_envelope(me, Envelope::Msg(msg));
+            return;
+        }
+        if let Err(failure) = self.call(|a, ctx| a.receive(ctx, msg)) {
+            self.fail(failure, SuspendChildren::All);
+        }
+    }
+
+    /// The auto-handled envelopes.
+    #[cold]
+    #[inline(never)]
+    fn invoke_auto(&mut self, envelope: Envelope<A::Msg>) {
         match envelope {
-            Envelope::Msg(msg) => {
-                if self.actor.is_none() {
-                    // Unreachable in practice: the user lane is suspended
-                    // whenever there is no instance. Never lose the message.
-                    let me = self.me();
-                    self.cell()
-                        .core
-                        .system
-                        .dead_envelope(me, Envelope::Msg(msg));
-                    return;
-                }
-                self.ctx.touch_receive();
-                if let Err(failure) = self.call(|a, ctx| a.receive(ctx, msg)) {
-                    self.fail(failure, SuspendChildren::All);
-                }
-            }
-            Envelope::Timer(slot) => {
-                if self.actor.is_none() {
-                    let me = self.me();
-                    self.cell()
-                        .core
-                        .system
-                        .dead_envelope(me, Envelope::Timer(slot));
-                    return;
-                }
-                if !self.ctx.timer_due(&slot) {
-                    return; // cancelled, replaced, or not idle long enough
-                }
-                let handled = self.call(|a, ctx| match slot.produce() {
-                    Some(msg) => a.receive(ctx, msg),
-                    None => Ok(()),
-                });
-                self.ctx.timer_handled(&slot);
-                if let Err(failure) = handled {
-                    self.fail(failure, SuspendChildren::All);
-                }
-            }
+            Envelope::Msg(_) | Envelope::Timer(_) => unreachable!("handled by invoke"),
             Envelope::PoisonPill => self.terminate(),
             Envelope::Kill => {
                 let failure = Failure::from_error(self.path(), Box::new(Killed));
@@ -206,6 +201,38 @@ impl<A: Actor> Driver<A> {
                 if let Err(failure) = self.call(|a, ctx| a.on_terminated(ctx, who)) {
                     self.fail(failure, SuspendChildren::All);
                 }
+            }
+        }
+    }
+
+    /// The message of a timer's envelope, if it is to be handled now
+    /// (the timer was neither cancelled nor replaced; a receive timeout
+    /// found the actor idle long enough). A repeating timer is re-armed
+    /// here, as its message is taken: its next one is queued no sooner than
+    /// one interval after this one starts being handled, and never while
+    /// this one is still queued. A panic in the user's message producer
+    /// (a `Clone`, a closure) fails the actor.
+    #[cold]
+    #[inline(never)]
+    fn timer_message(&mut self, slot: Arc<TimerSlot<A::Msg>>) -> Option<A::Msg> {
+        if self.actor.is_none() {
+            let me = self.me();
+            self.cell()
+                .core
+                .system
+                .dead_envelope(me, Envelope::Timer(slot));
+            return None;
+        }
+        if !self.ctx.timer_due(&slot) {
+            return None; // cancelled, replaced, or not idle long enough
+        }
+        let produced = catch_unwind(AssertUnwindSafe(|| slot.produce()));
+        self.ctx.timer_handled(&slot);
+        match produced {
+            Ok(msg) => msg,
+            Err(payload) => {
+                self.fail(Failure::panic(self.path(), payload), SuspendChildren::All);
+                None
             }
         }
     }
@@ -676,10 +703,36 @@ impl<A: Actor> Driver<A> {
 }
 
 impl<A: Actor> Driver<A> {
-    /// One step of a run while unstashed messages wait: a system message if
+    /// The next item for an actor that uses timers, a receive timeout or
+    /// the stash: a user message resets the receive timeout's clock, and
+    /// unstashed messages come first (see `next_unstashed`). `Err` ends the
+    /// run.
+    #[inline(never)]
+    fn next_with_extras(
+        &mut self,
+        cell: &Arc<Cell<A::Msg>>,
+    ) -> Result<Dequeued<SystemMsg, Envelope<A::Msg>>, RunEnd> {
+        let dequeued = if self.ctx.has_unstashed() {
+            self.next_unstashed(cell)?
+        } else {
+            // SAFETY: `Cell::run` holds the run while it calls us.
+            unsafe { cell.mailbox.dequeue() }
+        };
+        // A timer's message resets it too, once it is known to be
+        // delivered (`timer_due`); the receive timeout's own does not.
+        if matches!(dequeued, Dequeued::User(Envelope::Msg(_))) {
+            self.ctx.touch_receive();
+        }
+        Ok(dequeued)
+    }
+
+    /// The next item while unstashed messages wait: a system message if
     /// one is queued (invariant 3), else the oldest unstashed message, which
-    /// comes before anything still in the user lane. `Some` ends the run.
-    fn step_unstashed(&mut self, cell: &Arc<Cell<A::Msg>>, budget: &mut Budget) -> Option<RunEnd> {
+    /// comes before anything still in the user lane. `Err` ends the run.
+    fn next_unstashed(
+        &mut self,
+        cell: &Arc<Cell<A::Msg>>,
+    ) -> Result<Dequeued<SystemMsg, Envelope<A::Msg>>, RunEnd> {
         // The user lane is closed for one dequeue, so only the system lane
         // answers (a suspended actor's does anyway).
         // SAFETY: `Cell::run` holds the run while it calls us, as each of
@@ -695,27 +748,17 @@ impl<A: Actor> Driver<A> {
         match dequeued {
             // A system message half-pushed: come back for it (releasing
             // could leave the unstashed messages behind).
-            Dequeued::Retry => return Some(RunEnd::Yield),
+            Dequeued::Retry => Err(RunEnd::Yield),
             // Suspended or stopping: the unstashed messages wait for the
             // resume (a system message, which schedules the cell again) or
             // go to dead letters with the stash.
-            Dequeued::Empty if blocked => return Some(RunEnd::Release),
+            Dequeued::Empty if blocked => Err(RunEnd::Release),
             Dequeued::Empty => {
-                let _ = budget.consume();
                 let msg = self.ctx.next_unstashed().expect("has_unstashed said so");
-                self.invoke(Envelope::Msg(msg));
+                Ok(Dequeued::User(Envelope::Msg(msg)))
             }
-            dequeued => {
-                let _ = budget.consume();
-                match dequeued {
-                    _ if matches!(self.life, Life::Terminated) => self.drain(dequeued),
-                    Dequeued::User(envelope) => self.invoke(envelope),
-                    Dequeued::System(msg) => self.system(msg),
-                    Dequeued::Empty | Dequeued::Retry => unreachable!("handled above"),
-                }
-            }
+            dequeued => Ok(dequeued),
         }
-        None
     }
 }
 
@@ -726,14 +769,17 @@ impl<A: Actor> Drive<A::Msg> for Driver<A> {
             if budget.is_exhausted() {
                 break RunEnd::Yield;
             }
-            if self.ctx.has_unstashed() {
-                match self.step_unstashed(cell, budget) {
-                    Some(end) => break end,
-                    None => continue,
+            // One branch for actors with no timers, receive timeout or
+            // stash; the others take the next item out of line.
+            let dequeued = if self.ctx.extras.is_some() {
+                match self.next_with_extras(cell) {
+                    Ok(dequeued) => dequeued,
+                    Err(end) => break end,
                 }
-            }
-            // SAFETY: `Cell::run` holds the run while it calls us.
-            let dequeued = unsafe { cell.mailbox.dequeue() };
+            } else {
+                // SAFETY: `Cell::run` holds the run while it calls us.
+                unsafe { cell.mailbox.dequeue() }
+            };
             if matches!(dequeued, Dequeued::Empty | Dequeued::Retry) {
                 break RunEnd::Release;
             }

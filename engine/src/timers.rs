@@ -678,8 +678,7 @@ impl<A: Actor> Context<A> {
 
     // ---- for the driver ----------------------------------------------------
 
-    /// A user message is being handled: resets the receive timeout's clock
-    /// (one branch when no timeout is set).
+    /// A user message is being handled: resets the receive timeout's clock.
     #[inline]
     pub(crate) fn touch_receive(&mut self) {
         if let Some(rt) = self
@@ -731,7 +730,7 @@ impl<A: Actor> Context<A> {
         true
     }
 
-    /// After a timer's message was handled: re-arms a repeating timer.
+    /// A timer's message was taken for handling: re-arms a repeating timer.
     pub(crate) fn timer_handled(&mut self, slot: &Arc<TimerSlot<A::Msg>>) {
         if let Some(interval) = slot.interval {
             slot.arm(interval);
