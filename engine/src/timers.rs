@@ -19,8 +19,8 @@
 //! order with the other user messages. Only when the target handles that
 //! envelope is the message taken from the slot, and only if the slot is
 //! still active: a message from a cancelled or replaced timer that was
-//! already queued is not delivered. A repeating timer is re-armed after
-//! each delivery (fixed delay, measured from the delivery), so at most one
+//! already queued is not delivered. A repeating timer is re-armed when its
+//! message is taken for handling (fixed delay, measured from there), so at most one
 //! of its messages is ever queued, however slow the actor.
 
 use std::borrow::Cow;
@@ -433,7 +433,7 @@ impl<M: Send + 'static> ActorRef<M> {
     }
 
     /// Sends a clone of `msg` after `initial`, then again `interval` after
-    /// each one is handled (fixed delay, measured from the delivery), until
+    /// each one starts being handled (fixed delay), until
     /// cancelled or the actor terminates: Akka's `scheduleTellRepeatedly`,
     /// except that at most one of these messages is ever queued, however
     /// slow the actor. Once the actor has terminated, one last message goes
@@ -493,7 +493,7 @@ impl<A: Actor> Context<A> {
     }
 
     /// Sends a clone of `msg` to this actor after `initial`, then `interval`
-    /// after each one is handled (fixed delay: never more than one queued),
+    /// after each one starts being handled (fixed delay: never more than one queued),
     /// until cancelled, or this actor stops or restarts.
     pub fn tell_every(&mut self, initial: Duration, interval: Duration, msg: A::Msg) -> Cancellable
     where
@@ -546,7 +546,7 @@ impl<A: Actor> Context<A> {
     }
 
     /// Starts a keyed timer that sends a clone of `msg` to this actor after
-    /// `delay`, then `delay` after each one is handled (Akka's
+    /// `delay`, then `delay` after each one starts being handled (Akka's
     /// `startTimerWithFixedDelay`: never more than one queued). Replaces a
     /// timer already running under `key`, as
     /// [`start_single_timer`](Self::start_single_timer).
