@@ -406,3 +406,32 @@ fn a_panicking_message_producer_fails_the_actor_not_the_worker() {
     drop(a);
     shutdown(system);
 }
+
+/// Starts timers in `post_stop` (a mistake, but a possible one).
+struct LateTimers;
+
+impl Actor for LateTimers {
+    type Msg = Cmd;
+
+    fn receive(&mut self, _: &mut Context<Self>, _: Cmd) -> Outcome {
+        Ok(())
+    }
+
+    fn post_stop(&mut self, ctx: &mut Context<Self>) {
+        let _ = ctx.tell_after(Duration::from_secs(30), Cmd::Tick("late"));
+        ctx.start_single_timer("late", Cmd::Tick("late"), Duration::from_secs(30));
+    }
+}
+
+/// Even timers started by `post_stop` do not outlive the actor.
+#[test]
+fn timers_started_in_post_stop_are_cancelled() {
+    let system = system();
+    let a = system.spawn(Props::new(|| LateTimers), "a").expect("spawn");
+    a.stop();
+    eventually(|| a.is_terminated());
+    assert_eq!(pending(&system), 0);
+    assert_eq!(system.dead_letter_count(), 0);
+    drop(a);
+    shutdown(system);
+}
