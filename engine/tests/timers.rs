@@ -435,3 +435,29 @@ fn timers_started_in_post_stop_are_cancelled() {
     drop(a);
     shutdown(system);
 }
+
+/// A scheduled message that finds a full bounded mailbox goes to dead
+/// letters, as any message would; a repeating timer goes on, and delivers
+/// once there is room again.
+#[test]
+fn a_full_mailbox_dead_letters_the_tick_and_the_timer_goes_on() {
+    let system = system();
+    let dead = dead_letter_probe(&system, |d| format!("{:?}", d.downcast_ref::<Cmd>()));
+    let probe = Probe::new();
+    let props = Scripted::props(probe.tx()).with_mailbox_capacity(1);
+    let a = system.spawn(props, "a").expect("spawn");
+    assert_eq!(probe.next(), Seen::Started);
+    let open = hold(&a, |_| {});
+    a.tell(Cmd::Tick("fill")); // the one place in the mailbox
+    let timer = a.tell_every(MS, MS, Cmd::Tick("tick"));
+    assert_eq!(
+        dead.take(2),
+        ["Some(Tick(tick))"; 2],
+        "refused, then re-armed"
+    );
+    open.send(()).expect("open");
+    assert_eq!(probe.until(Seen::Tick("tick")), [Seen::Tick("fill")]);
+    assert!(timer.cancel());
+    drop(a);
+    shutdown(system);
+}
