@@ -104,7 +104,28 @@ type Factory<A> = dyn Fn() -> Result<A, ActorError> + Send + Sync;
 /// ```
 pub struct Props<A: Actor> {
     factory: Arc<Factory<A>>,
-    capacity: Option<usize>,
+    capacity: Capacities,
+}
+
+/// The mailbox and stash bounds, `UNSET` for none: packed in two words
+/// (two `Option<usize>` would take four, in every actor's driver).
+#[derive(Clone, Copy)]
+struct Capacities {
+    mailbox: usize,
+    stash: usize,
+}
+
+const UNSET: usize = usize::MAX;
+
+impl Capacities {
+    const NONE: Capacities = Capacities {
+        mailbox: UNSET,
+        stash: UNSET,
+    };
+
+    fn get(v: usize) -> Option<usize> {
+        (v != UNSET).then_some(v)
+    }
 }
 
 impl<A: Actor> Props<A> {
@@ -112,7 +133,7 @@ impl<A: Actor> Props<A> {
     pub fn new(factory: impl Fn() -> A + Send + Sync + 'static) -> Props<A> {
         Props {
             factory: Arc::new(move || Ok(factory())),
-            capacity: None,
+            capacity: Capacities::NONE,
         }
     }
 
@@ -124,21 +145,35 @@ impl<A: Actor> Props<A> {
     {
         Props {
             factory: Arc::new(move || factory().map_err(Into::into)),
-            capacity: None,
+            capacity: Capacities::NONE,
         }
     }
 
     /// Bounds the user lane: a `tell` to a full mailbox goes to dead letters
     /// and [`try_tell`](crate::ActorRef::try_tell) hands the message back.
     /// A capacity of zero is refused by `spawn` with
-    /// [`SpawnError::ZeroCapacity`](crate::SpawnError::ZeroCapacity).
+    /// [`SpawnError::ZeroCapacity`](crate::SpawnError::ZeroCapacity);
+    /// `usize::MAX` means unbounded.
     pub fn with_mailbox_capacity(mut self, capacity: usize) -> Props<A> {
-        self.capacity = Some(capacity);
+        self.capacity.mailbox = capacity;
         self
     }
 
+    /// Bounds the actor's stash (see [`Context::stash`]): stashing more
+    /// fails with [`StashOverflowError`](crate::StashOverflowError), which
+    /// hands the message back. Unbounded by default (as Akka's default
+    /// `stash-capacity`); `usize::MAX` means unbounded.
+    pub fn with_stash_capacity(mut self, capacity: usize) -> Props<A> {
+        self.capacity.stash = capacity;
+        self
+    }
+
+    pub(crate) fn stash_capacity(&self) -> Option<usize> {
+        Capacities::get(self.capacity.stash)
+    }
+
     pub(crate) fn mailbox_capacity(&self) -> Option<usize> {
-        self.capacity
+        Capacities::get(self.capacity.mailbox)
     }
 
     pub(crate) fn produce(&self) -> Result<A, ActorError> {
@@ -159,7 +194,8 @@ impl<A: Actor> fmt::Debug for Props<A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Props")
             .field("actor", &std::any::type_name::<A>())
-            .field("mailbox_capacity", &self.capacity)
+            .field("mailbox_capacity", &self.mailbox_capacity())
+            .field("stash_capacity", &self.stash_capacity())
             .finish()
     }
 }

@@ -138,7 +138,7 @@ impl<M: Send + 'static> ActorRef<M> {
     }
 }
 
-fn unwrap_msg<M>(e: Envelope<M>) -> M {
+fn unwrap_msg<M: Send + 'static>(e: Envelope<M>) -> M {
     match e {
         Envelope::Msg(m) => m,
         _ => unreachable!("try_tell only enqueues user messages"),

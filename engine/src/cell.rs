@@ -318,9 +318,11 @@ mod tests {
             size_of::<super::Cell<u64>>()
         );
         assert!(align_of::<super::Cell<u64>>() <= 8);
-        // The per-actor state the driver keeps besides the actor itself.
+        // The per-actor state the driver keeps besides the actor itself
+        // (112, plus one pointer to the timers, receive timeout and stash,
+        // allocated only by actors that use them).
         let driver = size_of::<crate::driver::Driver<crate::guardian::User>>();
         let user = size_of::<crate::guardian::User>();
-        assert!(driver - user <= 112, "{}", driver - user);
+        assert!(driver - user <= 120, "{}", driver - user);
     }
 }

@@ -14,6 +14,7 @@ use crate::driver::Driver;
 use crate::error::{validate_name, SpawnError};
 use crate::signal::{SystemMsg, Watcher};
 use crate::system::ActorSystem;
+use crate::timers::Extras;
 
 /// An actor's view of itself and its surroundings, handed to every handler.
 pub struct Context<A: Actor> {
@@ -23,6 +24,9 @@ pub struct Context<A: Actor> {
     /// Death-watch state, allocated by the first `watch` (most actors never
     /// watch: 8 bytes in every cell instead of 56).
     pub(crate) watch: Option<Box<Watching>>,
+    /// Timers, receive timeout and stash, allocated on first use (or at
+    /// creation for an actor whose props bound its stash).
+    pub(crate) extras: Option<Box<Extras<A::Msg>>>,
 }
 
 /// What an actor's death watch keeps.
@@ -41,6 +45,7 @@ impl<A: Actor> Context<A> {
         Context {
             cell: None,
             watch: None,
+            extras: None,
         }
     }
 

@@ -60,8 +60,10 @@ mod guardian;
 mod promise;
 mod routing;
 mod signal;
+mod stash;
 mod supervision;
 mod system;
+mod timers;
 
 pub use crate::{
     actor::{Actor, Props},
@@ -79,8 +81,10 @@ pub use crate::{
     events::{LifecycleEvent, LifecycleKind, SupervisionEvent, UnhandledMessage},
     failure::{ActorError, DeathPact, Failure, Killed, Outcome},
     routing::{Broadcast, Group, Pool, Resizer, Router, RouterMsg, RouterRef},
+    stash::StashOverflowError,
     supervision::{default_decider, Directive, StrategyKind, SupervisorStrategy},
     system::{ActorSystem, SystemBuilder, Termination, TerminationReport},
+    timers::{Cancellable, TimerKey},
 };
 pub use proscenium_mailbox::{trim_node_cache, TrySendError};
 pub use proscenium_shutdown::{
@@ -92,8 +96,8 @@ pub use proscenium_shutdown::{
 /// What most users import: `use proscenium::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        Actor, ActorError, ActorId, ActorRef, ActorSystem, AskError, Context,
+        Actor, ActorError, ActorId, ActorRef, ActorSystem, AskError, Cancellable, Context,
         CoordinatedShutdownExt, DeadLetter, Directive, Failure, Outcome, Props, Reply,
-        SupervisorStrategy,
+        StashOverflowError, SupervisorStrategy, TimerKey,
     };
 }

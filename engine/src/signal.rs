@@ -2,9 +2,11 @@
 //! [`Envelope`] on the user lane.
 
 use std::fmt;
+use std::sync::Arc;
 
 use crate::actor_ref::ActorId;
 use crate::failure::Failure;
+use crate::timers::TimerSlot;
 
 /// Lifecycle and supervision signals: handled ahead of any user message
 /// that is not yet being handled, also while the user lane is suspended.
@@ -74,7 +76,7 @@ impl fmt::Debug for Watcher {
 
 /// A user-lane item: a user message, or one of the auto-handled messages
 /// that must keep their place in the user order.
-pub(crate) enum Envelope<M> {
+pub(crate) enum Envelope<M: Send + 'static> {
     /// A user message.
     Msg(M),
     /// Stop once everything queued ahead of it is handled.
@@ -84,6 +86,9 @@ pub(crate) enum Envelope<M> {
     /// The watched actor queued under this number terminated (a number,
     /// not the id, keeps the envelope as small as the message).
     Terminated(u64),
+    /// A scheduled message: taken from its slot when handled, unless the
+    /// timer was cancelled or replaced meanwhile (see `timers`).
+    Timer(Arc<TimerSlot<M>>),
 }
 
 /// The untyped auto-handled messages, which any [`ActorId`] can send.
@@ -93,7 +98,7 @@ pub(crate) enum AutoMsg {
     Kill,
 }
 
-impl<M> From<AutoMsg> for Envelope<M> {
+impl<M: Send + 'static> From<AutoMsg> for Envelope<M> {
     fn from(m: AutoMsg) -> Envelope<M> {
         match m {
             AutoMsg::PoisonPill => Envelope::PoisonPill,

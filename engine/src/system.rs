@@ -450,6 +450,13 @@ impl ActorSystem {
             Envelope::Kill => self.publish_dead(DeadLetter::new(Some(recipient), Kill)),
             // The watcher is gone: nobody is left to tell.
             Envelope::Terminated(_) => {}
+            // A scheduled message reaching a terminated actor: to dead
+            // letters, unless its timer was cancelled.
+            Envelope::Timer(slot) => {
+                if let Some(m) = slot.take_for_dead_letter() {
+                    self.publish_dead(DeadLetter::new(Some(recipient), m));
+                }
+            }
         }
     }
 

@@ -103,6 +103,7 @@ pub fn dead_letter_probe<T: Send + 'static>(
 }
 
 pub mod actors;
+pub mod scripted;
 
 /// The `tracing` output of this test binary, captured by a global
 /// subscriber installed on first use (actors log on worker threads, so a
