@@ -462,3 +462,67 @@ fn system_toml_names_the_bad_key() {
     assert!(!system.is_terminated());
     shutdown(system);
 }
+
+/// The state machine is visible in the logs too: a phase that waits logs,
+/// every second, which of its tasks it is waiting for (the issue: "so a
+/// user can see which task is holding up shutdown").
+#[test]
+fn a_waiting_phase_logs_the_task_holding_it_up() {
+    let logs = Logs::capture();
+    let system = system_with(ShutdownConfig::default());
+    let cs = system.coordinated_shutdown();
+    let (release, held) = std::sync::mpsc::channel::<()>();
+    let held = std::sync::Mutex::new(held);
+    // Waits on a plain thread (not a worker) until the test releases it.
+    cs.add_task(Phase::SERVICE_REQUESTS_DONE, "slow-drain-7f3", move || {
+        let (tx, rx) = futures_channel();
+        std::thread::spawn(move || {
+            let _ = held.lock().expect("lock").recv();
+            tx();
+        });
+        rx
+    })
+    .expect("added");
+    cs.add_task(Phase::SERVICE_REQUESTS_DONE, "fast-a91", || async {
+        Ok(())
+    })
+    .expect("added");
+    let termination = system.terminate();
+    let line = logs.wait_for(&["still waiting for tasks", "slow-drain-7f3"]);
+    assert!(!line.contains("fast-a91"), "{line}");
+    release.send(()).expect("the task waits");
+    assert!(termination
+        .wait_timeout(PATIENCE)
+        .expect("terminated")
+        .clean());
+}
+
+/// A task's future.
+type TaskFuture =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), proscenium::TaskError>> + Send>>;
+
+/// A one-shot completion: the sender half completes the future.
+fn futures_channel() -> (impl FnOnce() + Send, TaskFuture) {
+    let slot = Arc::new(std::sync::Mutex::new((false, None::<std::task::Waker>)));
+    let done = Arc::clone(&slot);
+    let complete = move || {
+        let waker = {
+            let mut s = done.lock().expect("lock");
+            s.0 = true;
+            s.1.take()
+        };
+        if let Some(w) = waker {
+            w.wake();
+        }
+    };
+    let fut = std::future::poll_fn(move |cx| {
+        let mut s = slot.lock().expect("lock");
+        if s.0 {
+            std::task::Poll::Ready(Ok(()))
+        } else {
+            s.1 = Some(cx.waker().clone());
+            std::task::Poll::Pending
+        }
+    });
+    (complete, Box::pin(fut))
+}

@@ -13,6 +13,9 @@ use proscenium_scheduler::{Handle, JoinError, JoinHandle};
 use crate::config::{ConfigError, ShutdownConfig};
 use crate::run::{Reason, RunSlot, ShutdownError, ShutdownRun, TaskError, TaskFailure};
 
+/// How often a phase that waits for its tasks logs which ones it waits for.
+const HOLD_UP_REPORT: Duration = Duration::from_secs(1);
+
 type TaskFuture = Pin<Box<dyn Future<Output = Result<(), TaskError>> + Send>>;
 type TaskFn = Box<dyn FnOnce() -> TaskFuture + Send>;
 /// A started task: its id, its name, and its join handle.
@@ -481,6 +484,34 @@ impl CoordinatedShutdown {
         }
     }
 
+    /// Sets a task's final state and duration, logs it, and hands back its
+    /// failure.
+    fn record(
+        &self,
+        phase: &str,
+        id: u64,
+        name: &str,
+        result: Result<(), TaskFailure>,
+        started: Instant,
+    ) -> Result<(), TaskFailure> {
+        let mut shared = self.lock();
+        if let Some(t) = shared.tasks.iter_mut().find(|t| t.id == id) {
+            t.duration = Some(started.elapsed());
+            t.state = match &result {
+                Ok(()) => TaskState::Done,
+                Err(failure) => TaskState::Failed(failure.clone()),
+            };
+        }
+        drop(shared);
+        match &result {
+            Ok(()) => tracing::debug!(phase, task = %name, took = ?started.elapsed(), "task done"),
+            Err(failure) => {
+                tracing::warn!(phase, task = %name, %failure, "shutdown task did not succeed")
+            }
+        }
+        result
+    }
+
     async fn run_phase(&self, phase: &str) -> Result<(), ShutdownError> {
         let config = self
             .inner
@@ -512,13 +543,16 @@ impl CoordinatedShutdown {
             return Ok(());
         }
         tracing::info!(phase, tasks = running.len(), ?timeout, "phase started");
-        let mut sleep = self.inner.handle.sleep(timeout);
-        // Each task's outcome and when it was seen.
-        let mut ended: Vec<Option<(Result<(), TaskFailure>, Instant)>> = vec![None; running.len()];
+        let handle = &self.inner.handle;
+        let mut sleep = handle.sleep(timeout);
+        let mut nag = handle.sleep(HOLD_UP_REPORT);
+        // Whether each task has ended; the first failure, by task name.
+        let mut ended = vec![false; running.len()];
+        let mut first_failure: Option<(String, TaskFailure)> = None;
         let timed_out = poll_fn(|cx| {
             let mut all = true;
-            for (k, (_, _, join)) in running.iter_mut().enumerate() {
-                if ended[k].is_some() {
+            for (k, (id, name, join)) in running.iter_mut().enumerate() {
+                if ended[k] {
                     continue;
                 }
                 match Pin::new(join).poll(cx) {
@@ -529,7 +563,12 @@ impl CoordinatedShutdown {
                             Err(JoinError::Panicked(m)) => Err(TaskFailure::Panicked(m)),
                             Err(_) => Err(TaskFailure::Dropped),
                         };
-                        ended[k] = Some((result, Instant::now()));
+                        ended[k] = true;
+                        // Recorded at once: `state()` then shows exactly
+                        // the tasks still holding the phase up.
+                        if let Err(failure) = self.record(phase, *id, name, result, started) {
+                            first_failure.get_or_insert((name.clone(), failure));
+                        }
                     }
                     Poll::Pending => all = false,
                 }
@@ -537,37 +576,34 @@ impl CoordinatedShutdown {
             if all {
                 return Poll::Ready(false);
             }
+            while Pin::new(&mut nag).poll(cx).is_ready() {
+                let holding: Vec<&str> = running
+                    .iter()
+                    .zip(&ended)
+                    .filter(|(_, done)| !**done)
+                    .map(|((_, name, _), _)| name.as_str())
+                    .collect();
+                tracing::info!(
+                    phase,
+                    waiting_for = ?holding,
+                    elapsed = ?started.elapsed(),
+                    ?timeout,
+                    "shutdown phase still waiting for tasks"
+                );
+                nag = handle.sleep(HOLD_UP_REPORT);
+            }
             Pin::new(&mut sleep).poll(cx).map(|()| true)
         })
         .await;
-        let took = started.elapsed();
-        let mut first_failure = None;
-        {
-            let mut shared = self.lock();
-            for (k, (id, name, _)) in running.iter().enumerate() {
-                let (result, at) = ended[k]
-                    .clone()
-                    .unwrap_or((Err(TaskFailure::TimedOut(timeout)), Instant::now()));
-                let Some(t) = shared.tasks.iter_mut().find(|t| t.id == *id) else {
-                    continue;
-                };
-                match &result {
-                    Ok(()) => {
-                        t.state = TaskState::Done;
-                        tracing::debug!(phase, task = %name, "task done");
-                    }
-                    Err(failure) => {
-                        t.state = TaskState::Failed(failure.clone());
-                        tracing::warn!(phase, task = %name, %failure, recover = config.recover, "shutdown task did not succeed");
-                        if first_failure.is_none() {
-                            first_failure = Some((name.clone(), failure.clone()));
-                        }
-                    }
+        for (k, (id, name, _)) in running.iter().enumerate() {
+            if !ended[k] {
+                let timed = Err(TaskFailure::TimedOut(timeout));
+                if let Err(failure) = self.record(phase, *id, name, timed, started) {
+                    first_failure.get_or_insert((name.clone(), failure));
                 }
-                t.duration = Some(at - started);
             }
         }
-        tracing::info!(phase, ?took, timed_out, "phase done");
+        tracing::info!(phase, took = ?started.elapsed(), timed_out, "phase done");
         match first_failure {
             Some((task, cause)) if !config.recover => Err(ShutdownError::Aborted {
                 phase: phase.to_owned(),
