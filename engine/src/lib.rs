@@ -11,6 +11,14 @@
 //! [`graceful_stop`](ActorRef::graceful_stop); undeliverable messages go to
 //! dead letters, which are counted and published on the [`EventStream`].
 //!
+//! Patterns on top: scheduled messages and keyed timers
+//! ([`ActorRef::tell_after`], [`Context::start_single_timer`]), a receive
+//! timeout, a stash, the [`BackoffSupervisor`], pool and group routers
+//! ([`Pool`], [`Group`]). The system shuts down in order through its
+//! [`CoordinatedShutdown`] (Akka's phases; run by
+//! [`ActorSystem::terminate`], SIGTERM/SIGINT or the application), whose
+//! last phase stops every actor before the workers are joined.
+//!
 //! ```
 //! use proscenium::prelude::*;
 //! use std::time::Duration;
