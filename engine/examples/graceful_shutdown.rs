@@ -9,7 +9,10 @@
 //! Run it with `cargo run --release -p proscenium --example graceful_shutdown`,
 //! then press Ctrl-C (or `kill -TERM <pid>`); it prints each step and exits
 //! with code 3. `engine/tests/signals.rs` runs it as a child process.
-//! With an argument, it shuts itself down after that many milliseconds.
+//! With a number as argument, it shuts itself down after that many
+//! milliseconds; with `--stuck-hook`, its process hook never returns, and a
+//! second Ctrl-C (or SIGTERM) ends the process with the signal's default
+//! action.
 
 use std::io::Write;
 use std::time::Duration;
@@ -87,7 +90,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         queue.tell(WorkerMsg::Work);
     }
 
-    cs.add_process_hook("app-hook", || say("process hook"))?;
+    // `--stuck-hook`: a hook that never returns, to show that a second
+    // signal still ends the process (the signal's default action).
+    let stuck_hook = std::env::args().any(|a| a == "--stuck-hook");
+    cs.add_process_hook("app-hook", move || {
+        if stuck_hook {
+            say("process hook (stuck)");
+            loop {
+                std::thread::park();
+            }
+        }
+        say("process hook");
+    })?;
     let step = |phase: &'static str| {
         move || async move {
             say(&format!("phase {phase}"));

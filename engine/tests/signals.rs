@@ -45,8 +45,9 @@ fn example() -> PathBuf {
 
 /// Starts the example and waits for its "ready" line; returns the child
 /// and a receiver of its later lines.
-fn start() -> (Child, mpsc::Receiver<String>) {
+fn start(args: &[&str]) -> (Child, mpsc::Receiver<String>) {
     let mut child = Command::new(example())
+        .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -117,7 +118,7 @@ const EXPECTED: [&str; 12] = [
 /// `exit-process`, with `exit-code`).
 #[test]
 fn sigterm_runs_every_phase_in_order_and_exits_with_the_configured_code() {
-    let (child, rx) = start();
+    let (child, rx) = start(&[]);
     signal(&child, libc::SIGTERM);
     let (code, lines) = finish(child, rx);
     assert_eq!(lines, EXPECTED);
@@ -127,9 +128,33 @@ fn sigterm_runs_every_phase_in_order_and_exits_with_the_configured_code() {
 /// SIGINT (Ctrl-C) runs it too (the issue: "SIGTERM and SIGINT run it").
 #[test]
 fn sigint_runs_it_too() {
-    let (child, rx) = start();
+    let (child, rx) = start(&[]);
     signal(&child, libc::SIGINT);
     let (code, lines) = finish(child, rx);
     assert_eq!(lines, EXPECTED);
     assert_eq!(code, Some(3));
+}
+
+/// A hook that hangs does not make the process deaf: the signal thread
+/// stays free, and a second signal, finding the shutdown already started,
+/// gets the default action (the process is killed by it).
+#[test]
+fn a_second_signal_ends_a_process_whose_hook_hangs() {
+    use std::os::unix::process::ExitStatusExt;
+    let (mut child, rx) = start(&["--stuck-hook"]);
+    signal(&child, libc::SIGTERM);
+    loop {
+        match rx.recv_timeout(PATIENCE) {
+            Ok(line) if line == "process hook (stuck)" => break,
+            Ok(_) => {}
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("the hook never ran: {e}");
+            }
+        }
+    }
+    signal(&child, libc::SIGTERM);
+    let status = child.wait().expect("the child is reaped");
+    assert_eq!(status.signal(), Some(libc::SIGTERM), "{status:?}");
 }

@@ -4,6 +4,7 @@
 use std::fmt;
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::Poll;
 use std::time::{Duration, Instant};
@@ -125,6 +126,9 @@ pub(crate) struct Inner {
     /// Waited for on the exit thread after the last phase and before the
     /// process exits (the engine waits for its workers to be joined).
     before_exit: Mutex<Option<Hook>>,
+    /// Set by the first signal that starts this shutdown (see
+    /// `claim_signal`).
+    signalled: AtomicBool,
 }
 
 /// A coordinated shutdown: phases in a validated DAG, tasks added to them,
@@ -216,6 +220,7 @@ impl CoordinatedShutdown {
                 }),
                 process_hooks: Mutex::new(Vec::new()),
                 before_exit: Mutex::new(None),
+                signalled: AtomicBool::new(false),
             }),
         })
     }
@@ -463,6 +468,14 @@ impl CoordinatedShutdown {
 
     pub(crate) fn from_weak(weak: &std::sync::Weak<Inner>) -> Option<CoordinatedShutdown> {
         weak.upgrade().map(|inner| CoordinatedShutdown { inner })
+    }
+
+    /// For the signal dispatcher: true for the first signal that finds
+    /// this shutdown neither started nor claimed by an earlier signal.
+    pub(crate) fn claim_signal(&self) -> bool {
+        // AcqRel: pairs with the same swap by a later signal, which then
+        // sees this one's claim; only one claimer wins.
+        !self.is_started() && !self.inner.signalled.swap(true, Ordering::AcqRel)
     }
 
     /// Whether the run has started.

@@ -3,10 +3,11 @@
 //!
 //! One dispatcher thread per process, started by the first registration,
 //! listens with `signal-hook` and hands each signal to the coordinated
-//! shutdowns registered at that moment. A signal that finds none left to
-//! start (none registered, or every run already under way: a second Ctrl-C)
-//! gets the operating system's default action, so the process still dies
-//! the ordinary way rather than ignoring it.
+//! shutdowns registered at that moment (their hooks and runs start on a
+//! thread of their own). A signal that finds none left to start (none
+//! registered, or every one already started by a signal or otherwise: a
+//! second Ctrl-C) gets the operating system's default action, so the
+//! process still dies the ordinary way, even while a hook hangs.
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -108,14 +109,16 @@ fn start_dispatcher() -> Result<(), SignalError> {
     ))
 }
 
-/// Runs every registered shutdown not yet started: first all their process
-/// hooks, then their runs. With none to start, the default action.
+/// Starts every registered shutdown that no signal has started yet: on a
+/// thread of its own, first all their process hooks, then their runs, so a
+/// slow or stuck hook never keeps this thread from the next signal. With
+/// none left (a second signal, or nothing registered), the default action.
 #[cfg(unix)]
 fn dispatch(signal: i32) {
     let live: Vec<CoordinatedShutdown> = entries()
         .iter()
         .filter_map(|(_, weak)| CoordinatedShutdown::from_weak(weak))
-        .filter(|cs| !cs.is_started())
+        .filter(|cs| cs.claim_signal())
         .collect();
     if live.is_empty() {
         tracing::warn!(
@@ -132,11 +135,22 @@ fn dispatch(signal: i32) {
         runs = live.len(),
         "signal: running coordinated shutdown"
     );
-    for cs in &live {
-        cs.run_process_hooks();
-    }
-    for cs in &live {
-        // The run goes on by itself; its outcome is logged by its driver.
-        drop(cs.run(Reason::Signal(signal)));
+    let start = move || {
+        for cs in &live {
+            cs.run_process_hooks();
+        }
+        for cs in &live {
+            // The run goes on by itself; its outcome is logged by its driver.
+            drop(cs.run(Reason::Signal(signal)));
+        }
+    };
+    let spawned = std::thread::Builder::new()
+        .name("coordinated-shutdown-hooks".to_owned())
+        .spawn(start);
+    if let Err(e) = spawned {
+        tracing::error!(signal, error = %e, "no thread for the shutdown hooks; default action");
+        if let Err(e) = signal_hook::low_level::emulate_default_handler(signal) {
+            tracing::error!(signal, error = %e, "could not apply the signal's default action");
+        }
     }
 }
