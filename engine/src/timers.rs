@@ -141,12 +141,36 @@ impl<M: Send + 'static> TimerSlot<M> {
             .core
             .system
             .scheduler_handle()
-            .schedule(delay, move || slot.fire());
+            .schedule_inline(delay, move || slot.fire_inline());
         inner.armed = Some(handle);
     }
 
-    /// The timer fired (on a worker): queue the envelope in the target's
-    /// user lane.
+    /// The timer fired, on the timer thread: queue the envelope in the
+    /// target's user lane, and submit the cell if that won its run. Only
+    /// that runs here (no user code: the message is made when the actor
+    /// takes the envelope); a full or closed mailbox, whose handling makes
+    /// the message for dead letters, is left to a worker.
+    fn fire_inline(self: Arc<Self>) {
+        if !self.is_active() {
+            return;
+        }
+        let cell = &self.target.cell;
+        match cell
+            .mailbox
+            .enqueue_user(Envelope::Timer(Arc::clone(&self)))
+        {
+            Ok(Enqueued::AlreadyScheduled) => {}
+            Ok(Enqueued::MustSchedule) => cell.schedule(),
+            Err(_) => {
+                let handle = cell.core.system.scheduler_handle().clone();
+                handle.spawn_detached(async move { self.fire() });
+            }
+        }
+    }
+
+    /// Queues the envelope in the target's user lane (on a worker), or
+    /// hands the message to dead letters when the mailbox is full or
+    /// closed.
     fn fire(self: Arc<Self>) {
         if !self.is_active() {
             return;

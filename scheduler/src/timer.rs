@@ -35,6 +35,9 @@ const CANCELLED: usize = 2;
 enum Action {
     /// Run this callback on a worker.
     Callback(Box<dyn FnOnce() + Send>),
+    /// Run this callback on the timer thread itself (see
+    /// [`Handle::schedule_inline`]).
+    Inline(Box<dyn FnOnce() + Send>),
     /// Wake this waker (a [`Sleep`]); `None` until first polled.
     Wake(Option<Waker>),
     /// Taken (fired or cancelled).
@@ -263,9 +266,25 @@ fn fire(shared: &Arc<Shared>, entry: Arc<TimerEntry>) {
     }
     // Relaxed: see `TimerShared::insert`.
     shared.timers.pending.fetch_sub(1, Ordering::Relaxed);
-    let waker = match &mut *lock(&entry.action) {
-        Action::Wake(w) => Some(w.take()),
-        _ => None,
+    let waker = {
+        let mut action = lock(&entry.action);
+        match &mut *action {
+            Action::Wake(w) => Some(w.take()),
+            Action::Inline(_) => {
+                let Action::Inline(f) = std::mem::replace(&mut *action, Action::Gone) else {
+                    unreachable!("matched Inline just above");
+                };
+                drop(action);
+                if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+                    tracing::error!(
+                        panic = %crate::worker::panic_message(payload.as_ref()),
+                        "an inline timer callback panicked"
+                    );
+                }
+                return;
+            }
+            _ => None,
+        }
     };
     match waker {
         Some(Some(w)) => w.wake(),
@@ -318,6 +337,25 @@ impl Handle {
     ) -> TimerHandle {
         let timers = &self.shared.timers;
         let entry = timers.insert(delay, Action::Callback(Box::new(callback)));
+        TimerHandle {
+            entry,
+            timers: Arc::clone(timers),
+        }
+    }
+
+    /// Like [`schedule`](Self::schedule), but `callback` runs on the timer
+    /// thread itself, saving the hop through a worker. For callbacks that
+    /// only hand something over (push onto a queue, submit a runnable):
+    /// they must be short and must not block, or every timer waits; a
+    /// panic is caught and logged. The engine uses it to put a timer's
+    /// message into its actor's mailbox.
+    pub fn schedule_inline(
+        &self,
+        delay: Duration,
+        callback: impl FnOnce() + Send + 'static,
+    ) -> TimerHandle {
+        let timers = &self.shared.timers;
+        let entry = timers.insert(delay, Action::Inline(Box::new(callback)));
         TimerHandle {
             entry,
             timers: Arc::clone(timers),
