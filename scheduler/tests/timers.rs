@@ -123,3 +123,27 @@ fn an_absurd_delay_is_clamped_not_a_panic() {
     assert_eq!(s.handle().timers_pending(), 1);
     assert!(t.cancel());
 }
+
+/// `schedule_inline` runs its callback on the timer thread (not a worker),
+/// and a panicking inline callback is caught: later timers still fire.
+#[test]
+fn inline_callbacks_run_on_the_timer_thread_and_a_panic_is_contained() {
+    let s = support::scheduler(1);
+    let handle = s.handle().clone();
+    let (tx, rx) = mpsc::channel();
+    let _boom = handle.schedule_inline(Duration::from_millis(1), || panic!("inline boom"));
+    let t = tx.clone();
+    let _later = handle.schedule_inline(Duration::from_millis(5), move || {
+        let name = std::thread::current().name().map(str::to_owned);
+        t.send((proscenium_scheduler::current_worker().is_none(), name))
+            .unwrap();
+    });
+    let (off_worker, name) = rx.recv_timeout(Duration::from_secs(20)).unwrap();
+    assert!(off_worker, "inline callbacks do not run on a worker");
+    assert!(
+        name.is_some_and(|n| n.ends_with("-timer")),
+        "on the timer thread"
+    );
+    let report = s.quiesce(Instant::now() + Duration::from_secs(10));
+    assert!(report.drained && report.timers_pending == 0, "{report:?}");
+}
