@@ -72,6 +72,8 @@ pub(crate) struct SystemInner {
     events: EventStream,
     live_cells: AtomicUsize,
     reaping: AtomicBool,
+    /// Set by the first `terminate` call.
+    terminate_called: AtomicBool,
     /// The thread that joins the workers; joined by the first `wait`.
     reaper: Mutex<Option<std::thread::JoinHandle<()>>>,
     termination: Slot<TerminationReport>,
@@ -190,6 +192,7 @@ impl SystemBuilder {
                 events: EventStream::new(),
                 live_cells: AtomicUsize::new(0),
                 reaping: AtomicBool::new(false),
+                terminate_called: AtomicBool::new(false),
                 reaper: Mutex::new(None),
                 termination: Slot::new(),
                 quiesce_timeout: self.quiesce_timeout,
@@ -315,6 +318,12 @@ impl ActorSystem {
     /// termination; calling it again returns the same outcome.
     pub fn terminate(&self) -> Termination {
         let cs = &self.inner.shutdown;
+        // Only the first call has anything to start; later ones wait on
+        // the same termination. AcqRel: pairs with this swap in a later
+        // call, which then sees the first call's claim.
+        if self.inner.terminate_called.swap(true, Ordering::AcqRel) {
+            return self.when_terminated();
+        }
         if cs.config().run_by_actor_system_terminate {
             let run = cs.run(Reason::ActorSystemTerminate);
             let weak = Arc::downgrade(&self.inner);

@@ -151,37 +151,37 @@ impl<M: Send + 'static> TimerSlot<M> {
     /// takes the envelope); a full or closed mailbox, whose handling makes
     /// the message for dead letters, is left to a worker.
     fn fire_inline(self: Arc<Self>) {
+        if self.try_enqueue().is_err() {
+            let handle = self.target.cell.core.system.scheduler_handle().clone();
+            handle.spawn_detached(async move { self.fire() });
+        }
+    }
+
+    /// Queues the envelope in the target's user lane, scheduling the cell
+    /// if that won its run; `Ok` also when the slot is no longer active
+    /// (nothing to deliver). `Err` for a full or closed mailbox.
+    fn try_enqueue(self: &Arc<Self>) -> Result<(), TrySendError<Envelope<M>>> {
         if !self.is_active() {
-            return;
+            return Ok(());
         }
         let cell = &self.target.cell;
         match cell
             .mailbox
-            .enqueue_user(Envelope::Timer(Arc::clone(&self)))
+            .enqueue_user(Envelope::Timer(Arc::clone(self)))?
         {
-            Ok(Enqueued::AlreadyScheduled) => {}
-            Ok(Enqueued::MustSchedule) => cell.schedule(),
-            Err(_) => {
-                let handle = cell.core.system.scheduler_handle().clone();
-                handle.spawn_detached(async move { self.fire() });
-            }
+            Enqueued::AlreadyScheduled => {}
+            Enqueued::MustSchedule => cell.schedule(),
         }
+        Ok(())
     }
 
     /// Queues the envelope in the target's user lane (on a worker), or
     /// hands the message to dead letters when the mailbox is full or
     /// closed.
     fn fire(self: Arc<Self>) {
-        if !self.is_active() {
-            return;
-        }
         let cell = &self.target.cell;
-        match cell
-            .mailbox
-            .enqueue_user(Envelope::Timer(Arc::clone(&self)))
-        {
-            Ok(Enqueued::AlreadyScheduled) => {}
-            Ok(Enqueued::MustSchedule) => cell.schedule(),
+        match self.try_enqueue() {
+            Ok(()) => {}
             Err(TrySendError::Full(_)) => {
                 // A full bounded mailbox: the actor is not idle, so a receive
                 // timeout just waits another round; a message goes to dead

@@ -335,12 +335,7 @@ impl Handle {
         delay: Duration,
         callback: impl FnOnce() + Send + 'static,
     ) -> TimerHandle {
-        let timers = &self.shared.timers;
-        let entry = timers.insert(delay, Action::Callback(Box::new(callback)));
-        TimerHandle {
-            entry,
-            timers: Arc::clone(timers),
-        }
+        self.schedule_action(delay, Action::Callback(Box::new(callback)))
     }
 
     /// Like [`schedule`](Self::schedule), but `callback` runs on the timer
@@ -354,8 +349,12 @@ impl Handle {
         delay: Duration,
         callback: impl FnOnce() + Send + 'static,
     ) -> TimerHandle {
+        self.schedule_action(delay, Action::Inline(Box::new(callback)))
+    }
+
+    fn schedule_action(&self, delay: Duration, action: Action) -> TimerHandle {
         let timers = &self.shared.timers;
-        let entry = timers.insert(delay, Action::Inline(Box::new(callback)));
+        let entry = timers.insert(delay, action);
         TimerHandle {
             entry,
             timers: Arc::clone(timers),
