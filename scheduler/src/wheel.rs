@@ -59,13 +59,22 @@ impl<T: Deadline> Wheel<T> {
 
     /// Inserts `entry`, or hands it back if its deadline has already passed
     /// (the caller fires it).
+    ///
+    /// A deadline beyond the wheel's horizon (`elapsed + MAX_TICKS`) is
+    /// filed at the horizon: when that slot comes up the entry is filed
+    /// again, closer. The horizon is measured from `elapsed`, not from the
+    /// clock: the wheel lags the clock while the timer thread sleeps, and a
+    /// deadline filed more than `MAX_TICKS` past `elapsed` would wrap
+    /// around the top level into the slot of `elapsed` itself, whose
+    /// deadline is `elapsed`: `advance` would then re-file it there forever.
     pub(crate) fn insert(&mut self, entry: T) -> Result<(), T> {
         let when = entry.when();
         if when <= self.elapsed {
             return Err(entry);
         }
-        let level = level_for(self.elapsed, when);
-        let slot = slot_for(when, level);
+        let filed_at = when.min(self.elapsed.saturating_add(MAX_TICKS));
+        let level = level_for(self.elapsed, filed_at);
+        let slot = slot_for(filed_at, level);
         let lvl = &mut self.levels[level];
         lvl.slots[slot].push(entry);
         lvl.occupied |= 1 << slot;
@@ -218,6 +227,38 @@ mod tests {
         assert!(fired.is_empty());
         wheel.advance(1000, |e| fired.push(e));
         assert_eq!(fired, vec![E(1000, 1)]);
+    }
+
+    /// Regression (issue 12, item 2): beyond the horizon from `elapsed`
+    /// (the wheel lags the clock), an entry wrapped into the current
+    /// top-level slot and `advance` spun on it forever.
+    #[test]
+    fn a_deadline_beyond_the_horizon_is_filed_at_the_horizon() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut wheel = Wheel::new();
+            // The clock says 20 when a `Duration::MAX` timer is clamped to
+            // `20 + MAX_TICKS`; the wheel was last advanced at 0.
+            wheel.insert(E(20 + MAX_TICKS, 0)).expect("future");
+            let mut fired = Vec::new();
+            wheel.advance(20, |e| fired.push(e));
+            wheel.insert(E(21, 1)).expect("future");
+            wheel.advance(21, |e| fired.push(e));
+            let next = wheel.next_deadline().expect("the far entry is left");
+            assert!(next > 21 && next <= 20 + MAX_TICKS, "{next}");
+            // Right up to its deadline, it fires exactly once, on time.
+            let mut now = 21;
+            while wheel.next_deadline().is_some() {
+                now = wheel.next_deadline().expect("checked");
+                wheel.advance(now, |e| fired.push(e));
+            }
+            tx.send((fired, now)).expect("receiver waits");
+        });
+        let (fired, now) = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("advance returned (it spun before the fix)");
+        assert_eq!(fired, vec![E(21, 1), E(20 + MAX_TICKS, 0)]);
+        assert_eq!(now, 20 + MAX_TICKS);
     }
 
     #[test]

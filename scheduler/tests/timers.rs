@@ -147,3 +147,29 @@ fn inline_callbacks_run_on_the_timer_thread_and_a_panic_is_contained() {
     let report = s.quiesce(Instant::now() + Duration::from_secs(10));
     assert!(report.drained && report.timers_pending == 0, "{report:?}");
 }
+
+/// Regression (issue 12, item 2): a timer beyond the wheel's horizon
+/// (`Duration::MAX`, or anything over about 2.2 years), set once the clock
+/// has moved past the wheel's last advance, used to land in the top-level
+/// slot whose deadline equals the wheel's clock; `advance` then re-inserted
+/// it into that same slot forever, and no other timer fired again (nor did
+/// quiesce return).
+#[test]
+fn a_timer_beyond_the_horizon_does_not_stop_the_wheel() {
+    let s = support::scheduler(1);
+    // Let the clock move while the timer thread sleeps with an empty wheel
+    // (this is the set-up of the bug, not a wait for an event).
+    std::thread::sleep(Duration::from_millis(20));
+    let far = s.handle().schedule(Duration::MAX, || {});
+    let (tx, rx) = mpsc::channel();
+    s.handle()
+        .schedule(Duration::from_millis(1), move || tx.send(()).unwrap());
+    if rx.recv_timeout(Duration::from_secs(10)).is_err() {
+        // The timer thread spins: dropping the scheduler would hang.
+        std::mem::forget(s);
+        panic!("a 1 ms timer set after a Duration::MAX one never fired");
+    }
+    assert!(far.cancel(), "the far timer is still pending, not fired");
+    let report = s.quiesce(Instant::now() + support::FAILSAFE);
+    assert!(report.drained, "{report:?}");
+}
