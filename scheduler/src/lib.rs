@@ -72,6 +72,8 @@
 #[cfg_attr(not(loom), allow(unreachable_pub))]
 mod idle;
 #[cfg_attr(not(loom), allow(unreachable_pub))]
+mod lifo;
+#[cfg_attr(not(loom), allow(unreachable_pub))]
 mod park;
 mod sync;
 
@@ -115,5 +117,6 @@ pub use crate::{
 #[doc(hidden)]
 pub mod __loom {
     pub use crate::idle::{Idle, IdleSnapshot, Unparked, MAX_WORKERS};
+    pub use crate::lifo::LifoSlot;
     pub use crate::park::Parker;
 }

@@ -2,8 +2,9 @@
 
 use crate::sync::{AtomicU64, Ordering};
 
-/// One worker's counters. Every field is written only by the owning worker
-/// (a Relaxed load + store, no read-modify-write), and read by anyone.
+/// One worker's counters. Every field has one writer (a Relaxed load +
+/// store, no read-modify-write) and is read by anyone: the owning worker,
+/// except `lifo_rescued`, written only by the timer thread's stall monitor.
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
     pub(crate) runs: AtomicU64,
@@ -11,10 +12,12 @@ pub(crate) struct Counters {
     pub(crate) injector_pulls: AtomicU64,
     pub(crate) parks: AtomicU64,
     pub(crate) panics: AtomicU64,
+    pub(crate) lifo_rescued: AtomicU64,
 }
 
 impl Counters {
-    /// Adds one to `counter`. Must only be called by the owning worker.
+    /// Adds one to `counter`. Must only be called by the counter's one
+    /// writer (see [`Counters`]).
     #[inline]
     pub(crate) fn bump(counter: &AtomicU64) {
         // Relaxed: a statistic; the owning worker is the only writer, so a
@@ -31,6 +34,7 @@ impl Counters {
             injector_pulls: self.injector_pulls.load(Ordering::Relaxed),
             parks: self.parks.load(Ordering::Relaxed),
             panics: self.panics.load(Ordering::Relaxed),
+            lifo_rescued: self.lifo_rescued.load(Ordering::Relaxed),
         }
     }
 }
@@ -49,6 +53,10 @@ pub struct WorkerMetrics {
     pub parks: u64,
     /// Runnables or futures that panicked on this worker.
     pub panics: u64,
+    /// Runnables taken from this worker's LIFO slot by the stall monitor,
+    /// because the worker's run went on for a whole monitor tick while they
+    /// waited (they were handed to the injector, for any worker to run).
+    pub lifo_rescued: u64,
 }
 
 impl WorkerMetrics {
@@ -59,6 +67,7 @@ impl WorkerMetrics {
             injector_pulls: self.injector_pulls + other.injector_pulls,
             parks: self.parks + other.parks,
             panics: self.panics + other.panics,
+            lifo_rescued: self.lifo_rescued + other.lifo_rescued,
         }
     }
 }

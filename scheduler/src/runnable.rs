@@ -1,7 +1,6 @@
 //! What the scheduler runs: the [`Runnable`] trait, its [`Budget`] and its
 //! [`RunOutcome`].
 
-use crate::worker::Local;
 use std::sync::Arc;
 
 /// Something the scheduler can run: an actor cell, a future task, a timer
@@ -40,14 +39,17 @@ pub enum RunOutcome {
 ///
 /// The scheduler gives each run a budget of `throughput` units
 /// ([`crate::Builder::throughput`]); a runnable spends one per message.
+///
+/// A budget is plain data: it holds no reference to its worker, so one kept
+/// past its run (cloned, or moved out with `mem::replace`) is harmless.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Budget {
     remaining: u32,
     units: u32,
-    /// The worker this run is on (null for a budget made outside the
-    /// scheduler): from the second unit on, `consume` makes its LIFO slot
-    /// stealable (see [`Budget::consume`]).
-    local: *const Local,
+    /// Made by a worker for a run: from the second unit on, `consume` makes
+    /// the LIFO slot of the worker it runs on stealable (see
+    /// [`Budget::consume`]).
+    on_worker: bool,
 }
 
 impl Budget {
@@ -56,16 +58,16 @@ impl Budget {
         Budget {
             remaining: units,
             units,
-            local: std::ptr::null(),
+            on_worker: false,
         }
     }
 
-    /// A budget for a run on the worker `local`.
-    pub(crate) fn on_worker(units: u32, local: &Local) -> Budget {
+    /// A budget for a run on a worker.
+    pub(crate) fn on_worker(units: u32) -> Budget {
         Budget {
             remaining: units,
             units,
-            local,
+            on_worker: true,
         }
     }
 
@@ -89,12 +91,12 @@ impl Budget {
         if self.remaining == 0 {
             return false;
         }
-        if self.remaining != self.units && !self.local.is_null() {
-            // SAFETY: `local` was set by `on_worker` from the `Local` of the
-            // worker whose `run_job` made this budget and lent it to the run
-            // by `&mut`; that `Local` outlives the run, and the budget is not
-            // `Send` (raw pointer), so this is that worker's thread.
-            unsafe { (*self.local).share_lifo() };
+        if self.remaining != self.units && self.on_worker {
+            // The worker is found through this thread's current-worker
+            // pointer, never through the budget: a budget kept past its
+            // run, or moved to another thread, at worst shares the LIFO
+            // slot of whatever worker spends it (always harmless).
+            crate::worker::share_current_lifo();
         }
         self.remaining -= 1;
         true

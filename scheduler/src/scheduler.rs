@@ -4,6 +4,7 @@
 use crate::config::BuildError;
 use crate::config::Builder;
 use crate::idle::Idle;
+use crate::lifo::LifoSlot;
 use crate::metrics::{Counters, Metrics};
 use crate::pin::{self, Pinning};
 use crate::runnable::Runnable;
@@ -33,6 +34,9 @@ pub(crate) struct Shared {
     pub(crate) urgent_hint: CachePadded<AtomicUsize>,
     /// One per worker, by index; worker `i` steals from the others.
     pub(crate) stealers: Box<[Stealer<Job>]>,
+    /// Each worker's LIFO slot, by index: filled and emptied by its worker,
+    /// rescued by the timer thread's stall monitor (see `timer.rs`).
+    pub(crate) lifos: Box<[Arc<LifoSlot<Job>>]>,
     pub(crate) idle: Idle,
     /// One per worker, by index; each written only by its worker.
     pub(crate) counters: Box<[CachePadded<Counters>]>,
@@ -284,6 +288,7 @@ impl Scheduler {
             urgent: Injector::new(),
             urgent_hint: CachePadded::new(AtomicUsize::new(0)),
             stealers: deques.iter().map(Deque::stealer).collect(),
+            lifos: (0..workers).map(|_| Arc::new(LifoSlot::new())).collect(),
             idle: Idle::new(workers),
             counters: (0..workers).map(|_| CachePadded::default()).collect(),
             throughput: config.throughput,

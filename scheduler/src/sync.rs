@@ -6,19 +6,20 @@
 //! `std::sync::atomic`, `std::sync::{Mutex, Condvar}`, `std::thread` or
 //! `std::cell::UnsafeCell` directly.
 //!
-//! Only the idle/park modules compile under loom: the rest of the crate sits
+//! Only the idle/park and LIFO-slot modules compile under loom: the rest of the crate sits
 //! on crossbeam-deque, which is not loom-aware, and hands out
 //! `std::sync::Arc<dyn Runnable>`, which loom's `Arc` cannot unsize.
 
 #[cfg(loom)]
 pub(crate) use loom::{
-    sync::atomic::{fence, AtomicBool, AtomicUsize, Ordering},
+    cell::UnsafeCell,
+    sync::atomic::{fence, AtomicBool, AtomicU8, AtomicUsize, Ordering},
     sync::{Condvar, Mutex, MutexGuard},
 };
 
 #[cfg(not(loom))]
 pub(crate) use std::{
-    sync::atomic::{fence, AtomicBool, AtomicU64, AtomicUsize, Ordering},
+    sync::atomic::{fence, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering},
     sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock},
     thread,
 };

@@ -9,6 +9,15 @@
 //! sleeps until the next occupied slot otherwise. A due callback is submitted
 //! to the scheduler's injector (it runs on a worker, never on the timer
 //! thread); a due [`Sleep`] has its waker woken.
+//!
+//! The timer thread also runs the *stall monitor*: every millisecond while
+//! any worker is awake, it looks at each worker's LIFO slot, and takes the
+//! occupant of one that stayed full through a whole tick in which its
+//! worker did not start a new run (the worker is stuck in a slow or
+//! blocking run). The occupant goes to the injector, with a wake-up, so it
+//! never waits behind that run while another worker idles. After
+//! `MONITOR_IDLE_TICKS` ticks with every worker parked the monitor stops
+//! ticking; the first worker to wake restarts it.
 
 use crate::runnable::{Budget, RunOutcome, Runnable};
 use crate::scheduler::{Handle, Shared};
@@ -25,6 +34,14 @@ use std::time::{Duration, Instant};
 
 /// The longest the timer thread sleeps in one go.
 const MAX_SLEEP: Duration = Duration::from_secs(3600);
+
+/// How often the stall monitor looks at the workers, in ticks (ms). A
+/// runnable waits behind a stuck run for one to two of these.
+const MONITOR_TICK: u64 = 1;
+
+/// Monitor ticks with every worker parked after which the monitor stops
+/// ticking (so an idle scheduler costs nothing), until a worker wakes.
+const MONITOR_IDLE_TICKS: u32 = 64;
 
 /// Entry states.
 const PENDING: usize = 0;
@@ -101,6 +118,10 @@ pub(crate) struct TimerShared {
     pending: AtomicUsize,
     /// Set once by `TimerThread::stop`.
     stopped: AtomicBool,
+    /// Set by the timer thread when the stall monitor stops ticking (every
+    /// worker parked for a while); cleared by the first worker to wake,
+    /// which then unparks the timer thread.
+    monitor_asleep: AtomicBool,
     thread: OnceLock<thread::Thread>,
 }
 
@@ -112,6 +133,7 @@ impl TimerShared {
             sleeping_until: AtomicU64::new(u64::MAX),
             pending: AtomicUsize::new(0),
             stopped: AtomicBool::new(false),
+            monitor_asleep: AtomicBool::new(false),
             thread: OnceLock::new(),
         }
     }
@@ -149,6 +171,23 @@ impl TimerShared {
             }
         }
         entry
+    }
+
+    /// Called by a worker that just woke from (or gave up) parking:
+    /// restarts the stall monitor if it had stopped ticking.
+    pub(crate) fn wake_monitor(&self) {
+        // SeqCst: the worker's half of a Dekker pair with the monitor, which
+        // stores `monitor_asleep` (SeqCst) and then reads the idle state
+        // (SeqCst); this worker's wake-up changed that state (a SeqCst RMW)
+        // before this load. Either the monitor sees this worker awake and
+        // keeps ticking, or this load sees the flag and wakes it.
+        if self.monitor_asleep.load(Ordering::SeqCst)
+            && self.monitor_asleep.swap(false, Ordering::SeqCst)
+        {
+            if let Some(t) = self.thread.get() {
+                t.unpark();
+            }
+        }
     }
 
     fn cancel(&self, entry: &TimerEntry) -> bool {
@@ -205,9 +244,84 @@ impl TimerThread {
     }
 }
 
+/// The stall monitor's memory, kept by the timer thread (see the module
+/// docs).
+struct Monitor {
+    /// Per worker: its run count at the last tick, if its LIFO slot was
+    /// full then.
+    seen_full: Vec<Option<u64>>,
+    /// Consecutive ticks with every worker parked.
+    idle_ticks: u32,
+    /// The tick of the next look.
+    next: u64,
+}
+
+impl Monitor {
+    fn new(workers: usize) -> Monitor {
+        Monitor {
+            seen_full: vec![None; workers],
+            idle_ticks: 0,
+            next: 0,
+        }
+    }
+
+    /// One look at the workers, if it is time and the monitor is ticking.
+    /// Returns the tick of the next look (`None`: stopped until a worker
+    /// wakes).
+    fn tick(&mut self, shared: &Shared, now: u64) -> Option<u64> {
+        let timers = &shared.timers;
+        // SeqCst: see `wake_monitor`.
+        if timers.monitor_asleep.load(Ordering::SeqCst) {
+            return None;
+        }
+        if now < self.next {
+            return Some(self.next);
+        }
+        self.next = now + MONITOR_TICK;
+        for (i, slot) in shared.lifos.iter().enumerate() {
+            // Relaxed: a statistic; a stale count only makes a run look
+            // longer than it was, and taking a runnable from a LIFO slot to
+            // the injector is always allowed.
+            let runs = shared.counters[i].runs.load(Ordering::Relaxed);
+            if !slot.is_full() {
+                self.seen_full[i] = None;
+            } else if self.seen_full[i] != Some(runs) {
+                self.seen_full[i] = Some(runs);
+            } else {
+                // Full at the last look too, and no run started since: the
+                // occupant has waited a whole tick behind one run.
+                self.seen_full[i] = None;
+                if let Some(job) = slot.steal() {
+                    crate::metrics::Counters::bump(&shared.counters[i].lifo_rescued);
+                    shared.injector.push(job);
+                    shared.idle.notify_one();
+                }
+            }
+        }
+        if shared.idle.snapshot().unparked > 0 {
+            self.idle_ticks = 0;
+            return Some(self.next);
+        }
+        self.idle_ticks += 1;
+        if self.idle_ticks < MONITOR_IDLE_TICKS {
+            return Some(self.next);
+        }
+        self.idle_ticks = 0;
+        // SeqCst: the monitor's half of the Dekker pair in `wake_monitor`:
+        // publish the flag, then look at the workers again.
+        timers.monitor_asleep.store(true, Ordering::SeqCst);
+        if shared.idle.snapshot().unparked > 0 {
+            timers.monitor_asleep.store(false, Ordering::SeqCst);
+            return Some(self.next);
+        }
+        None
+    }
+}
+
 fn timer_loop(shared: &Arc<Shared>) -> usize {
     let timers = &*shared.timers;
     let mut wheel: Wheel<Arc<TimerEntry>> = Wheel::new();
+    let mut monitor = Monitor::new(shared.lifos.len());
     let fire = |entry: Arc<TimerEntry>| fire(shared, entry);
     loop {
         // Acquire: pairs with the Release store in `TimerThread::stop`.
@@ -229,7 +343,11 @@ fn timer_loop(shared: &Arc<Shared>) -> usize {
         }
         let now = timers.now_ticks();
         wheel.advance(now, fire);
-        let next = wheel.next_deadline();
+        let next_look = monitor.tick(shared, now);
+        let next = match (wheel.next_deadline(), next_look) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         // SeqCst store + fence: the timer thread's half of the Dekker pair
         // with `TimerShared::insert` (publish the sleep target, then
         // re-check the intake).

@@ -3,6 +3,7 @@
 
 use crate::config::INJECTOR_INTERVAL;
 use crate::idle::Unparked;
+use crate::lifo::LifoSlot;
 use crate::metrics::Counters;
 use crate::runnable::{Budget, RunOutcome};
 use crate::scheduler::{Job, Shared};
@@ -34,13 +35,17 @@ impl WorkerId {
 }
 
 /// The parts of a worker that code running on it may touch (through
-/// [`CURRENT`]): only shared references, and only `Cell`s and the deque's
-/// `&self` methods, so re-entrant submits from inside a run are fine.
+/// [`CURRENT`]): only shared references, and only the LIFO slot's and the
+/// deque's `&self` methods, so re-entrant submits from inside a run are
+/// fine. Not `Sync` (the deque's `Worker` is not), so a `&Local` never
+/// leaves its worker's thread: this thread is the LIFO slot's owner.
 pub(crate) struct Local {
     pub(crate) shared: Arc<Shared>,
     pub(crate) index: usize,
-    /// The runnable the current run woke last; not stealable.
-    lifo: Cell<Option<Job>>,
+    /// The runnable the current run woke last. This worker runs it next;
+    /// the timer thread's stall monitor takes it if this worker's run goes
+    /// on for too long (see `timer.rs`). Also in `Shared::lifos`.
+    lifo: Arc<LifoSlot<Job>>,
     deque: Deque<Job>,
 }
 
@@ -81,46 +86,66 @@ pub fn current_worker() -> Option<WorkerId> {
     with_current(|l| l.map(|l| WorkerId(l.index)))
 }
 
+/// Makes the LIFO slot of the worker this thread is, if any, stealable
+/// (see [`Budget::consume`](crate::Budget::consume)).
+#[inline]
+pub(crate) fn share_current_lifo() {
+    with_current(|local| {
+        if let Some(local) = local {
+            local.share_lifo();
+        }
+    });
+}
+
 impl Local {
     /// Submits from inside a run: into the LIFO slot, displacing the
     /// previous occupant to the back of the local queue.
     #[inline]
     pub(crate) fn push_lifo(&self, job: Job) {
-        if let Some(prev) = self.lifo.replace(Some(job)) {
-            let was_empty = self.deque.is_empty();
-            self.deque.push(prev);
+        // SAFETY: `Local` is not `Sync` and lives on its worker's stack:
+        // this is the worker's thread, the slot's owner (see `Local`).
+        if let Some(spill) = unsafe { self.lifo.put(job) } {
             // The local queue now has stealable work: wake a sleeper if no
             // worker is searching. Only on the empty -> non-empty edge: work
             // that was already queued was announced when it came, and a
             // worker that parks re-checks every queue anyway, so this is for
             // parallelism, not liveness (it saves a SeqCst fence per submit
             // when a run wakes many runnables).
-            if was_empty {
-                self.shared.idle.notify_one();
-            }
+            self.push_local(spill);
         }
+    }
+
+    /// Pushes to the back of the local (stealable) queue, waking a sleeper
+    /// if that queue was empty (see `push_lifo`).
+    #[inline]
+    fn push_local(&self, job: Job) {
+        let was_empty = self.deque.is_empty();
+        self.deque.push(job);
+        if was_empty {
+            self.shared.idle.notify_one();
+        }
+    }
+
+    /// Takes the LIFO slot's occupant, if any.
+    #[inline]
+    fn take_lifo(&self) -> Option<Job> {
+        // SAFETY: as in `push_lifo`: this thread owns the slot.
+        unsafe { self.lifo.take() }
     }
 
     /// Moves the LIFO slot's occupant, if any, to the back of the local
     /// (stealable) queue, waking a sleeper if that queue was empty.
     #[inline]
     pub(crate) fn share_lifo(&self) {
-        if let Some(job) = self.lifo.take() {
-            let was_empty = self.deque.is_empty();
-            self.deque.push(job);
-            if was_empty {
-                self.shared.idle.notify_one();
-            }
+        if let Some(job) = self.take_lifo() {
+            self.push_local(job);
         }
     }
 
     /// Whether the LIFO slot holds a runnable.
     #[inline]
     fn has_lifo(&self) -> bool {
-        let job = self.lifo.take();
-        let has = job.is_some();
-        self.lifo.set(job);
-        has
+        self.lifo.is_full()
     }
 
     fn counters(&self) -> &Counters {
@@ -187,9 +212,9 @@ fn take_urgent(shared: &Shared, by_hint: bool) -> Option<Job> {
 /// own queues when it was told to stop (they are dropped).
 pub(crate) fn run(shared: Arc<Shared>, index: usize, deque: Deque<Job>) -> usize {
     let local = Local {
+        lifo: Arc::clone(&shared.lifos[index]),
         shared,
         index,
-        lifo: Cell::new(None),
         deque,
     };
     CURRENT.with(|c| c.set(&local));
@@ -203,7 +228,7 @@ pub(crate) fn run(shared: Arc<Shared>, index: usize, deque: Deque<Job>) -> usize
     };
     state.main_loop();
     let mut left = 0;
-    if local.lifo.take().is_some() {
+    if local.take_lifo().is_some() {
         left += 1;
     }
     while local.deque.pop().is_some() {
@@ -258,7 +283,12 @@ impl LoopState<'_> {
             );
             match outcome {
                 Unparked::Shutdown => return,
-                Unparked::WorkFound | Unparked::Notified => self.searching = true,
+                Unparked::WorkFound | Unparked::Notified => {
+                    self.searching = true;
+                    // The stall monitor stops ticking once every worker has
+                    // been parked a while; a worker that wakes restarts it.
+                    shared.timers.wake_monitor();
+                }
             }
         }
     }
@@ -278,7 +308,7 @@ impl LoopState<'_> {
                 return Some(job);
             }
         }
-        if let Some(job) = local.lifo.take() {
+        if let Some(job) = local.take_lifo() {
             if self.lifo_streak < LIFO_STREAK_LIMIT {
                 self.lifo_streak += 1;
                 return Some(job);
@@ -366,7 +396,7 @@ impl LoopState<'_> {
             }
         }
         Counters::bump(&local.counters().runs);
-        let mut budget = Budget::on_worker(shared.throughput, local);
+        let mut budget = Budget::on_worker(shared.throughput);
         // Kept to requeue on `Yield`: `run` consumes its `Arc`.
         let again = Arc::clone(&job);
         match catch_unwind(AssertUnwindSafe(|| job.run(&mut budget))) {

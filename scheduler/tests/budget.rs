@@ -122,3 +122,57 @@ fn two_runnables_waking_each_other_do_not_starve_the_queue() {
     // The pair really did ping-pong through the LIFO slot meanwhile.
     assert!(a.runs.load(Ordering::Relaxed) + b.runs.load(Ordering::Relaxed) >= 3);
 }
+
+/// Spends a budget kept past its run when its thread's locals are
+/// destroyed, after the worker loop (and its frame) has returned.
+struct Keeper(Budget);
+
+impl Drop for Keeper {
+    fn drop(&mut self) {
+        let spent = self.0.consume() && self.0.consume();
+        KEEPER_DROPPED.store(if spent { 1 } else { 2 }, Ordering::SeqCst);
+    }
+}
+
+static KEEPER_DROPPED: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+thread_local! {
+    static KEPT: std::cell::RefCell<Option<Keeper>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Takes its budget out of the run (safe code can: `mem::replace`) and
+/// keeps it in a thread-local.
+struct Thief(std::sync::Mutex<mpsc::Sender<()>>);
+
+impl Runnable for Thief {
+    fn run(self: Arc<Self>, budget: &mut Budget) -> RunOutcome {
+        let stolen = std::mem::replace(budget, Budget::new(1));
+        KEPT.with(|k| *k.borrow_mut() = Some(Keeper(stolen)));
+        self.0.lock().unwrap().send(()).unwrap();
+        RunOutcome::Done
+    }
+}
+
+/// Regression (issue 12, item 1): a `Budget` kept past its run, here until
+/// its worker thread's locals are destroyed, is harmless. It used to hold a
+/// raw pointer to the worker's stack-allocated state, which `consume`
+/// dereferenced after that frame had returned: a stack use-after-return
+/// (AddressSanitizer), a dangling-pointer dereference under Miri (this
+/// suite runs under Miri in CI).
+#[test]
+fn a_budget_kept_past_its_run_is_harmless() {
+    let s = support::scheduler(1);
+    let (tx, rx) = mpsc::channel();
+    s.handle()
+        .submit(Arc::new(Thief(std::sync::Mutex::new(tx))))
+        .unwrap();
+    rx.recv_timeout(support::FAILSAFE).unwrap();
+    // Joining the worker runs its thread-local destructors first.
+    let report = s.quiesce(std::time::Instant::now() + support::FAILSAFE);
+    assert_eq!(report.workers_joined, 1);
+    assert_eq!(
+        KEEPER_DROPPED.load(Ordering::SeqCst),
+        1,
+        "the kept budget was spent"
+    );
+}

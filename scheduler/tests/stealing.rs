@@ -91,3 +91,41 @@ fn a_submit_from_a_worker_runs_next_on_that_worker() {
     let order: Vec<&str> = rx.iter().take(2).collect();
     assert_eq!(order, ["second", "first"]);
 }
+
+/// Regression (issue 12, item 6): a runnable submitted from inside a run
+/// goes to that worker's LIFO slot, which no other worker could steal from:
+/// if the run then went on (a slow or blocking handler), the runnable
+/// waited for all of it even with the other worker idle. The timer
+/// thread's stall monitor now hands it to the injector after a tick. Here
+/// the first run blocks until the second has run: it used to time out.
+#[test]
+fn a_runnable_woken_by_a_long_run_does_not_wait_for_it() {
+    let s = support::scheduler(2);
+    let handle = s.handle().clone();
+    let (result_tx, result_rx) = mpsc::channel();
+    s.handle()
+        .submit(support::job(move || {
+            let me = current_worker().expect("on a worker");
+            let (ran_tx, ran_rx) = mpsc::channel();
+            let submitted = std::time::Instant::now();
+            handle
+                .submit(support::job(move || {
+                    ran_tx
+                        .send((current_worker(), submitted.elapsed()))
+                        .unwrap();
+                }))
+                .unwrap();
+            // A long run: it waits for the runnable it woke.
+            let outcome = ran_rx.recv_timeout(std::time::Duration::from_secs(10));
+            result_tx.send((me, outcome)).unwrap();
+        }))
+        .unwrap();
+    let (first, outcome) = result_rx.recv_timeout(support::FAILSAFE).unwrap();
+    let (ran_on, waited) = outcome.expect("the woken runnable ran while the long run went on");
+    assert_ne!(ran_on, Some(first), "it ran on the other worker");
+    eprintln!("waited {waited:?} behind a blocked run");
+    let rescued = s.handle().metrics().workers[first.index()].lifo_rescued;
+    assert_eq!(rescued, 1, "taken from the blocked worker's LIFO slot once");
+    let report = s.quiesce(std::time::Instant::now() + support::FAILSAFE);
+    assert!(report.drained, "{report:?}");
+}
