@@ -7,10 +7,10 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::actor_ref::ActorId;
-use crate::promise::Slot;
+use crate::promise::{Expiry, Slot};
 use crate::signal::{SystemMsg, Watcher};
 use crate::system::ActorSystem;
 
@@ -69,17 +69,40 @@ impl<R: Send + 'static> fmt::Debug for Reply<R> {
 }
 
 /// The future answer of [`ActorRef::ask`](crate::ActorRef::ask).
+///
+/// It resolves on time whatever the workers are doing (the timer thread
+/// itself completes it at the timeout, and `wait` keeps its own deadline),
+/// and it always resolves: if the system terminates first, with
+/// [`AskError::NoReply`].
 #[must_use = "an ask does nothing useful unless its answer is awaited or waited for"]
 pub struct Ask<R> {
     slot: Arc<AskSlot<R>>,
     taken: bool,
+    timeout: Duration,
+    /// When the timeout passes (`None`: too far away to represent).
+    deadline: Option<Instant>,
 }
 
 impl<R> Ask<R> {
     /// Blocks this thread until the answer, the timeout or the drop of the
-    /// request. Do not call it from an actor's handler.
+    /// request.
+    ///
+    /// # Panics
+    ///
+    /// On a scheduler worker thread, that is inside an actor's handler or
+    /// a task: blocking there holds the worker the answer may need, and can
+    /// deadlock. `.await` the `Ask` in a task instead, or let the answer
+    /// come to the actor as a message.
+    #[track_caller]
     pub fn wait(mut self) -> Result<R, AskError> {
+        proscenium_scheduler::assert_not_on_worker("Ask::wait");
         self.taken = true;
+        if let Some(answer) = self.slot.wait_take_until(self.deadline) {
+            return answer;
+        }
+        // Our own deadline, in case the timer thread is late: time out,
+        // unless the answer came in just now.
+        let _ = self.slot.complete(Err(AskError::Timeout(self.timeout)));
         self.slot.wait_take()
     }
 }
@@ -118,31 +141,61 @@ pub(crate) fn request<R: Send + 'static>(
     timeout: Duration,
 ) -> (Reply<R>, Ask<R>) {
     let slot: Arc<AskSlot<R>> = Arc::new(Slot::new());
-    let on_timeout = Arc::clone(&slot);
-    let timer = system.scheduler_handle().schedule(timeout, move || {
-        let _ = on_timeout.complete(Err(AskError::Timeout(timeout)));
-    });
+    let deadline = Instant::now().checked_add(timeout);
+    let expiry = Expiry::new(
+        Arc::clone(&slot),
+        Err(AskError::Timeout(timeout)),
+        Err(AskError::NoReply),
+    );
+    // On the timer thread itself: completing a slot only wakes its waiters,
+    // and a timeout must not wait for a free worker.
+    let timer = system
+        .scheduler_handle()
+        .schedule_inline(timeout, move || expiry.fire());
     slot.set_timer(timer);
     (
         Reply {
             slot: Some(Arc::clone(&slot)),
             system: system.clone(),
         },
-        Ask { slot, taken: false },
+        Ask {
+            slot,
+            taken: false,
+            timeout,
+            deadline,
+        },
     )
 }
 
 /// The future of a graceful stop: `true` once the actor has terminated,
 /// `false` if it had not after the timeout.
+///
+/// Like [`Ask`], it resolves on time whatever the workers are doing, and
+/// always resolves (`false` if the system terminated first without the
+/// actor's end being seen).
 #[must_use = "a graceful stop's confirmation is only useful if awaited or waited for"]
 pub struct GracefulStop {
     slot: Arc<Slot<bool>>,
+    /// When the timeout passes (`None`: no timeout, or too far away).
+    deadline: Option<Instant>,
 }
 
 impl GracefulStop {
     /// Blocks this thread until the actor terminated (`true`) or the
-    /// timeout passed (`false`). Do not call it from an actor's handler.
+    /// timeout passed (`false`).
+    ///
+    /// # Panics
+    ///
+    /// On a scheduler worker thread (inside an actor's handler or a task),
+    /// as [`Ask::wait`]: `.await` it there.
+    #[track_caller]
     pub fn wait(self) -> bool {
+        proscenium_scheduler::assert_not_on_worker("GracefulStop::wait");
+        if let Some(stopped) = self.slot.wait_clone(self.deadline) {
+            return stopped;
+        }
+        // Our own deadline, in case the timer thread is late.
+        let _ = self.slot.complete(false);
         self.slot.wait_clone(None).unwrap_or(false)
     }
 
@@ -177,18 +230,20 @@ pub(crate) fn graceful_stop_watch(target: &ActorId, timeout: Duration) -> Gracef
     let stop = termination_watch(target);
     let slot = stop.slot;
     if !slot.is_completed() {
-        let on_timeout = Arc::clone(&slot);
+        let expiry = Expiry::new(Arc::clone(&slot), false, false);
+        // On the timer thread itself, as the ask's timeout (see `request`).
         let timer = target
             .cell()
             .core()
             .system
             .scheduler_handle()
-            .schedule(timeout, move || {
-                let _ = on_timeout.complete(false);
-            });
+            .schedule_inline(timeout, move || expiry.fire());
         slot.set_timer(timer);
     }
-    GracefulStop { slot }
+    GracefulStop {
+        slot,
+        deadline: Instant::now().checked_add(timeout),
+    }
 }
 
 /// Completes with `true` once `target` has terminated (also if it already
@@ -199,5 +254,8 @@ pub(crate) fn termination_watch(target: &ActorId) -> GracefulStop {
     target.send_system(SystemMsg::Watch(Watcher::Callback(Box::new(move || {
         let _ = on_stop.complete(true);
     }))));
-    GracefulStop { slot }
+    GracefulStop {
+        slot,
+        deadline: None,
+    }
 }

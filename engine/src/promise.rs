@@ -108,13 +108,70 @@ impl<T> Slot<T> {
 
     /// Blocks this thread until the value is set, and takes it.
     pub(crate) fn wait_take(&self) -> T {
+        self.wait_take_until(None)
+            .expect("no deadline: only a value ends the wait")
+    }
+
+    /// Blocks this thread until the value is set (and takes it) or
+    /// `deadline` passes (`None`).
+    pub(crate) fn wait_take_until(&self, deadline: Option<Instant>) -> Option<T> {
         let mut state = self.lock();
         loop {
             if let Some(v) = state.value.take() {
-                return v;
+                return Some(v);
             }
             assert!(!state.completed, "a slot's value was taken twice");
-            state = self.ready.wait(state).unwrap_or_else(|e| e.into_inner());
+            state = match deadline {
+                None => self.ready.wait(state).unwrap_or_else(|e| e.into_inner()),
+                Some(d) => {
+                    let now = Instant::now();
+                    if now >= d {
+                        return None;
+                    }
+                    self.ready
+                        .wait_timeout(state, d - now)
+                        .map(|(g, _)| g)
+                        .unwrap_or_else(|e| e.into_inner().0)
+                }
+            };
+        }
+    }
+}
+
+/// The payload of a slot's timeout timer: completes the slot with `fired`
+/// when the timer fires, and with `dropped` if the timer is dropped
+/// unfired, which happens when the scheduler stops with the timer pending
+/// (or after it stopped): so a waiter never outlives the timer thread
+/// waiting. A timer cancelled because the slot completed, or because its
+/// waiter gave up, finds the slot completed or abandoned: no harm.
+pub(crate) struct Expiry<T> {
+    slot: std::sync::Arc<Slot<T>>,
+    fired: Option<T>,
+    dropped: Option<T>,
+}
+
+impl<T> Expiry<T> {
+    pub(crate) fn new(slot: std::sync::Arc<Slot<T>>, fired: T, dropped: T) -> Expiry<T> {
+        Expiry {
+            slot,
+            fired: Some(fired),
+            dropped: Some(dropped),
+        }
+    }
+
+    /// The timer fired: complete with `fired` (a no-op if completed).
+    pub(crate) fn fire(mut self) {
+        if let Some(v) = self.fired.take() {
+            self.dropped = None;
+            let _ = self.slot.complete(v);
+        }
+    }
+}
+
+impl<T> Drop for Expiry<T> {
+    fn drop(&mut self) {
+        if let Some(v) = self.dropped.take() {
+            let _ = self.slot.complete(v);
         }
     }
 }

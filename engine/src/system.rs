@@ -593,8 +593,15 @@ pub struct Termination {
 
 impl Termination {
     /// Blocks this thread until the system has terminated and its workers
-    /// are joined. Do not call it from an actor's handler.
+    /// are joined.
+    ///
+    /// # Panics
+    ///
+    /// On a scheduler worker thread (inside an actor's handler or a task):
+    /// the termination waits for that very worker. `.await` it there.
+    #[track_caller]
     pub fn wait(self) -> TerminationReport {
+        proscenium_scheduler::assert_not_on_worker("Termination::wait");
         let report = self
             .system
             .inner
@@ -621,12 +628,18 @@ impl Termination {
     }
 
     /// Like [`wait`](Self::wait), giving up after `timeout`.
+    ///
+    /// # Panics
+    ///
+    /// On a scheduler worker thread, as [`wait`](Self::wait).
+    #[track_caller]
     pub fn wait_timeout(self, timeout: Duration) -> Option<TerminationReport> {
+        proscenium_scheduler::assert_not_on_worker("Termination::wait_timeout");
         let report = self
             .system
             .inner
             .termination
-            .wait_clone(Some(Instant::now() + timeout))?;
+            .wait_clone(Instant::now().checked_add(timeout))?;
         self.join_reaper();
         Some(report)
     }

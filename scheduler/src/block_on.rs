@@ -39,7 +39,13 @@ impl Wake for ThreadWaker {
 /// let task = scheduler.handle().spawn(async { 6 * 7 });
 /// assert_eq!(proscenium_scheduler::block_on(task), Ok(42));
 /// ```
+///
+/// # Panics
+///
+/// On a scheduler worker thread (see [`crate::assert_not_on_worker`]).
+#[track_caller]
 pub fn block_on<F: Future>(future: F) -> F::Output {
+    crate::worker::assert_not_on_worker("block_on");
     let mut future = pin!(future);
     let parker = Arc::new(ThreadWaker {
         thread: thread::current(),

@@ -108,7 +108,7 @@ pub use crate::{
     scheduler::{Handle, QuiesceReport, Scheduler, SubmitError},
     task::{JoinError, JoinHandle},
     timer::{Sleep, TimerHandle},
-    worker::{current_worker, WorkerId},
+    worker::{assert_not_on_worker, current_worker, WorkerId},
 };
 
 /// The park/unpark handshake, exposed for the loom models in `loom-tests/`.

@@ -357,9 +357,15 @@ impl<T> JoinHandle<T> {
         lock(&self.join.slot).done
     }
 
-    /// Blocks the calling thread until the task completes. Do not call on a
-    /// scheduler worker: it blocks that worker.
+    /// Blocks the calling thread until the task completes.
+    ///
+    /// # Panics
+    ///
+    /// On a scheduler worker thread, where it would block the worker (see
+    /// [`crate::assert_not_on_worker`]): `.await` the handle there.
+    #[track_caller]
     pub fn wait(self) -> Result<T, JoinError> {
+        crate::worker::assert_not_on_worker("JoinHandle::wait");
         let mut slot = lock(&self.join.slot);
         while !slot.done {
             slot.blocked = true;

@@ -163,8 +163,18 @@ impl TimerShared {
         self.intake.push(Arc::clone(&entry));
         // SeqCst fence: Dekker pair with the timer thread, which stores
         // `sleeping_until`, fences, then re-checks `intake`. Either it sees
-        // this entry, or this load sees its new sleep target.
+        // this entry, or this load sees its new sleep target. Also pairs
+        // with the fence in `TimerThread::stop` (store `stopped`, fence,
+        // drain the intake): either the drain finds this entry, or this
+        // load sees `stopped` and the entry is cancelled here. Either way
+        // it is never left pending in an intake nobody reads (its action
+        // is dropped at once: a timer set on a stopped scheduler never
+        // fires, and whatever its callback owns is released).
         fence(Ordering::SeqCst);
+        if self.stopped.load(Ordering::SeqCst) {
+            self.cancel(&entry);
+            return entry;
+        }
         if entry.when < self.sleeping_until.load(Ordering::SeqCst) {
             if let Some(t) = self.thread.get() {
                 t.unpark();
@@ -226,8 +236,11 @@ impl TimerThread {
     /// (they are cancelled: dropped without firing).
     pub(crate) fn stop(self) -> usize {
         let timers = &self.shared.timers;
-        // Release: pairs with the Acquire load in `timer_loop`.
-        timers.stopped.store(true, Ordering::Release);
+        // SeqCst, then a fence before the drain below: pairs with the
+        // fence in `TimerShared::insert` (see there); also with the Acquire
+        // load in `timer_loop`.
+        timers.stopped.store(true, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
         self.join.thread().unpark();
         let mut left = self.join.join().unwrap_or_else(|_| {
             tracing::error!("the scheduler's timer thread panicked");
@@ -448,6 +461,11 @@ impl TimerHandle {
 impl Handle {
     /// Runs `callback` on a worker once `delay` has passed (millisecond
     /// resolution, never early). O(1); never blocks.
+    ///
+    /// A timer that never fires (cancelled, or still pending when the
+    /// scheduler stops, or set after it stopped) drops its callback without
+    /// running it: put what must happen anyway in the `Drop` of something
+    /// the callback owns.
     pub fn schedule(
         &self,
         delay: Duration,

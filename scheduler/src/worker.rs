@@ -86,6 +86,27 @@ pub fn current_worker() -> Option<WorkerId> {
     with_current(|l| l.map(|l| WorkerId(l.index)))
 }
 
+/// Panics if this thread is a scheduler worker (of any scheduler): every
+/// blocking wait in proscenium calls it first, so that blocking inside an
+/// actor's handler or a task fails at once with a message that says what
+/// to do instead, rather than holding the worker until a timeout or
+/// deadlocking the pool (tokio refuses `block_on` inside a runtime for the
+/// same reason).
+///
+/// `what` names the blocking call, such as `"Ask::wait"`.
+#[track_caller]
+pub fn assert_not_on_worker(what: &str) {
+    if let Some(worker) = current_worker() {
+        panic!(
+            "{what} called on scheduler worker {} (inside an actor's handler or a task): \
+             blocking there holds the worker and can deadlock the scheduler. \
+             Await the future in a task instead (`Handle::spawn`), or have the \
+             result sent to the actor as a message.",
+            worker.index()
+        );
+    }
+}
+
 /// Makes the LIFO slot of the worker this thread is, if any, stealable
 /// (see [`Budget::consume`](crate::Budget::consume)).
 #[inline]

@@ -177,7 +177,14 @@ impl fmt::Debug for ShutdownRun {
 
 impl ShutdownRun {
     /// Blocks until the run has completed.
+    ///
+    /// # Panics
+    ///
+    /// On a scheduler worker thread (inside an actor's handler or a task),
+    /// where it would block the worker the run needs: `.await` it there.
+    #[track_caller]
     pub fn wait(&self) -> Result<(), ShutdownError> {
+        proscenium_scheduler::assert_not_on_worker("ShutdownRun::wait");
         let mut outcome = self.slot.lock();
         loop {
             if let Some(r) = &outcome.result {
@@ -192,14 +199,23 @@ impl ShutdownRun {
     }
 
     /// Blocks until the run has completed or `timeout` has passed (`None`).
+    ///
+    /// # Panics
+    ///
+    /// On a scheduler worker thread, as [`wait`](Self::wait).
+    #[track_caller]
     pub fn wait_timeout(&self, timeout: Duration) -> Option<Result<(), ShutdownError>> {
-        let deadline = Instant::now() + timeout;
+        proscenium_scheduler::assert_not_on_worker("ShutdownRun::wait_timeout");
+        let deadline = Instant::now().checked_add(timeout);
         let mut outcome = self.slot.lock();
         loop {
             if let Some(r) = &outcome.result {
                 return Some(r.clone());
             }
-            let left = deadline.saturating_duration_since(Instant::now());
+            let left = match deadline {
+                Some(d) => d.saturating_duration_since(Instant::now()),
+                None => Duration::MAX,
+            };
             if left.is_zero() {
                 return None;
             }
