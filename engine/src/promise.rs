@@ -18,6 +18,9 @@ struct State<T> {
     value: Option<T>,
     completed: bool,
     wakers: Vec<Waker>,
+    /// Threads blocked on `ready`: `complete` notifies only if there are
+    /// any (a `notify_all` is a futex syscall even with nobody waiting).
+    blocked: usize,
     /// A timer that completes the slot with a fallback; cancelled when the
     /// slot completes first.
     timer: Option<TimerHandle>,
@@ -30,6 +33,7 @@ impl<T> Slot<T> {
                 value: None,
                 completed: false,
                 wakers: Vec::new(),
+                blocked: 0,
                 timer: None,
             }),
             ready: Condvar::new(),
@@ -51,13 +55,18 @@ impl<T> Slot<T> {
         state.value = Some(value);
         let wakers = std::mem::take(&mut state.wakers);
         let timer = state.timer.take();
+        // Read under the lock: a thread that blocks later sees `completed`
+        // first and does not block.
+        let blocked = state.blocked > 0;
         drop(state);
         // The timeout timer goes first: a waiter that wakes and terminates
         // the system must not find it still pending.
         if let Some(t) = timer {
             t.cancel();
         }
-        self.ready.notify_all();
+        if blocked {
+            self.ready.notify_all();
+        }
         for w in wakers {
             w.wake();
         }
@@ -121,20 +130,41 @@ impl<T> Slot<T> {
                 return Some(v);
             }
             assert!(!state.completed, "a slot's value was taken twice");
-            state = match deadline {
-                None => self.ready.wait(state).unwrap_or_else(|e| e.into_inner()),
-                Some(d) => {
-                    let now = Instant::now();
-                    if now >= d {
-                        return None;
-                    }
-                    self.ready
-                        .wait_timeout(state, d - now)
-                        .map(|(g, _)| g)
-                        .unwrap_or_else(|e| e.into_inner().0)
-                }
+            state = match self.block(state, deadline) {
+                Some(state) => state,
+                None => return None,
             };
         }
+    }
+
+    /// Blocks on `ready` until notified or `deadline` (`None` once it has
+    /// passed), counted in `blocked` meanwhile.
+    fn block<'a>(
+        &'a self,
+        mut state: MutexGuard<'a, State<T>>,
+        deadline: Option<Instant>,
+    ) -> Option<MutexGuard<'a, State<T>>> {
+        let wait = match deadline {
+            None => None,
+            Some(d) => {
+                let now = Instant::now();
+                if now >= d {
+                    return None;
+                }
+                Some(d - now)
+            }
+        };
+        state.blocked += 1;
+        let mut state = match wait {
+            None => self.ready.wait(state).unwrap_or_else(|e| e.into_inner()),
+            Some(wait) => self
+                .ready
+                .wait_timeout(state, wait)
+                .map(|(g, _)| g)
+                .unwrap_or_else(|e| e.into_inner().0),
+        };
+        state.blocked -= 1;
+        Some(state)
     }
 }
 
@@ -196,19 +226,7 @@ impl<T: Clone> Slot<T> {
             if let Some(v) = &state.value {
                 return Some(v.clone());
             }
-            state = match deadline {
-                None => self.ready.wait(state).unwrap_or_else(|e| e.into_inner()),
-                Some(d) => {
-                    let now = Instant::now();
-                    if now >= d {
-                        return None;
-                    }
-                    self.ready
-                        .wait_timeout(state, d - now)
-                        .map(|(g, _)| g)
-                        .unwrap_or_else(|e| e.into_inner().0)
-                }
-            };
+            state = self.block(state, deadline)?;
         }
     }
 }
