@@ -137,6 +137,38 @@ impl SystemBuilder {
         self
     }
 
+    /// The stack size of each worker thread, in bytes (TOML
+    /// `scheduler.stack-size`). Default: std's default for spawned threads,
+    /// 2 MiB (or `RUST_MIN_STACK` if set); [`build`](Self::build) refuses
+    /// less than [`MIN_STACK_SIZE`](proscenium_scheduler::MIN_STACK_SIZE)
+    /// (64 KiB) with a [`SystemError::Scheduler`] naming the setting.
+    ///
+    /// Actors run on these stacks, and messages are moved by value through
+    /// a few frames of the send and receive path (some keep a copy each), so
+    /// a message of a few hundred KiB (a large array inside the message
+    /// type) can overflow the default stack, which aborts the process.
+    /// Measured with a 1 MiB message: 10–12 MiB of stack in an optimised
+    /// build, 24–32 MiB in a debug build. Box large payloads (`Box<[u8]>`,
+    /// `Vec`), or raise this. A large message type also costs stack on the
+    /// thread that spawns the actor (its mailbox is built by value) and on
+    /// any thread outside the workers that sends to it.
+    ///
+    /// ```
+    /// use proscenium::ActorSystem;
+    ///
+    /// let system = ActorSystem::builder()
+    ///     .workers(1)
+    ///     .pin_workers(false)
+    ///     .worker_stack_size(8 << 20)
+    ///     .build()?;
+    /// system.terminate().wait();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn worker_stack_size(mut self, bytes: usize) -> SystemBuilder {
+        self.scheduler = self.scheduler.stack_size(bytes);
+        self
+    }
+
     /// How `/user` supervises the top-level actors (Akka's
     /// `guardian-supervisor-strategy`; default: the default strategy).
     /// When `/user` escalates, the system terminates.
