@@ -17,7 +17,7 @@ use crate::actor_ref::{ActorId, ActorRef};
 use crate::context::{spawn, spawn_root};
 use crate::coordinated;
 use crate::dead_letters::{DeadLetter, DeadLetters, Kill, PoisonPill};
-use crate::error::{SpawnError, SystemError};
+use crate::error::{validate_system_name, SpawnError, SystemError};
 use crate::event_stream::EventStream;
 use crate::guardian::Root;
 use crate::promise::Slot;
@@ -112,7 +112,9 @@ pub struct SystemBuilder {
 }
 
 impl SystemBuilder {
-    /// The system's name (also the prefix of its worker threads' names).
+    /// The system's name (also the prefix of its threads' names). Not empty,
+    /// and without a NUL byte: [`build`](Self::build) refuses either with
+    /// [`SystemError::InvalidName`].
     pub fn name(mut self, name: impl Into<String>) -> SystemBuilder {
         self.name = name.into();
         self
@@ -204,10 +206,13 @@ impl SystemBuilder {
     }
 
     /// Starts the scheduler and the guardians. Fails with a typed error
-    /// naming what is wrong if the coordinated-shutdown phases do not form a
-    /// valid DAG, or if the scheduler or the guardians do not start.
+    /// naming what is wrong if the name is invalid, if the
+    /// coordinated-shutdown phases do not form a valid DAG, if a scheduler
+    /// setting is out of range (these are checked before any thread
+    /// starts), or if the scheduler or the guardians do not start.
     pub fn build(self) -> Result<ActorSystem, SystemError> {
         // Before any thread starts: bad configuration fails first.
+        validate_system_name(&self.name)?;
         self.shutdown.ordered_phases()?;
         let scheduler = self.scheduler.thread_name(self.name.clone()).build()?;
         let shutdown = CoordinatedShutdown::new(self.shutdown.clone(), scheduler.handle().clone())?;

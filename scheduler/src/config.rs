@@ -103,7 +103,9 @@ impl Builder {
         self
     }
 
-    /// The prefix of worker thread names (`<prefix>-<index>`).
+    /// The prefix of worker thread names (`<prefix>-<index>`; the timer
+    /// thread is `<prefix>-timer`). It must not contain a NUL byte
+    /// ([`BuildError::InvalidThreadName`]).
     pub fn thread_name(mut self, name: impl Into<String>) -> Builder {
         self.thread_name = name.into();
         self
@@ -112,6 +114,12 @@ impl Builder {
     /// Validates the configuration and starts the worker and timer threads.
     /// Returns once every worker has started (and reported its pinning).
     pub fn build(self) -> Result<Scheduler, BuildError> {
+        // std's thread builder panics on such a name.
+        if self.thread_name.contains('\0') {
+            return Err(BuildError::InvalidThreadName {
+                name: self.thread_name,
+            });
+        }
         let workers = match self.workers {
             Some(n) => n,
             None => std::thread::available_parallelism().map_or(1, usize::from),
@@ -163,6 +171,13 @@ pub enum BuildError {
         requested: usize,
         /// The smallest accepted value, in bytes.
         min: usize,
+    },
+    /// The thread-name prefix holds a NUL byte, which threads cannot be
+    /// named with.
+    #[error("scheduler thread name {name:?} contains a NUL byte")]
+    InvalidThreadName {
+        /// The configured prefix.
+        name: String,
     },
     /// The operating system refused to start a thread.
     #[error("failed to spawn scheduler thread {name}")]

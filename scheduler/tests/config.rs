@@ -146,3 +146,18 @@ fn workers_run_on_the_configured_stack_size() {
     });
     assert_eq!(sum.wait(), Ok(4 << 20));
 }
+
+#[test]
+fn a_thread_name_with_a_nul_is_a_typed_error() {
+    // std's thread builder panics on such a name.
+    let err = Scheduler::builder()
+        .workers(1)
+        .pin_workers(false)
+        .thread_name("a\0b")
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(&err, BuildError::InvalidThreadName { name } if name == "a\0b"),
+        "{err:?}"
+    );
+}
