@@ -81,7 +81,11 @@ impl<A: Actor> Context<A> {
         self.id().path()
     }
 
-    /// The actor system this actor lives in.
+    /// The actor system this actor lives in. This is the engine's own
+    /// reference: neither it nor a clone of it keeps the system alive (as a
+    /// tokio `Handle` does not keep its runtime), so an actor may store a
+    /// clone without keeping its system from terminating when the user's
+    /// last handle is dropped; see [`ActorSystem`]'s lifetime.
     pub fn system(&self) -> &ActorSystem {
         &self.core().system
     }

@@ -43,10 +43,37 @@ pub enum SystemError {
     /// The guardians did not start.
     #[error("the guardian actors did not start: {0}")]
     Guardians(String),
+    /// The system's name is empty or holds a NUL byte (its threads are
+    /// named after it). Checked before any thread starts.
+    #[error("invalid actor system name {name:?}: {reason}")]
+    InvalidName {
+        /// The name asked for.
+        name: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
     /// The coordinated-shutdown configuration is invalid (an unknown phase
     /// in `depends-on`, a cycle, a bad value): the error names it.
     #[error("invalid coordinated-shutdown configuration: {0}")]
     Shutdown(#[from] proscenium_shutdown::ConfigError),
+}
+
+/// Checks an actor system's name: its threads are named after it
+/// (`<name>-<index>`, `<name>-timer`, `<name>-reaper`).
+pub(crate) fn validate_system_name(name: &str) -> Result<(), SystemError> {
+    let invalid = |reason| {
+        Err(SystemError::InvalidName {
+            name: name.to_owned(),
+            reason,
+        })
+    };
+    if name.is_empty() {
+        return invalid("names must not be empty");
+    }
+    if name.contains('\0') {
+        return invalid("names must not contain a NUL byte (threads are named after the system)");
+    }
+    Ok(())
 }
 
 /// Checks an actor name (Akka's rules: URI-safe characters, `$` reserved).

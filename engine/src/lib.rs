@@ -11,6 +11,16 @@
 //! [`graceful_stop`](ActorRef::graceful_stop); undeliverable messages go to
 //! dead letters, which are counted and published on the [`EventStream`].
 //!
+//! Messages move by value: through a few frames of the send and receive
+//! path, some of which keep a copy each, so a message costs several times
+//! its size on the stack of the worker that handles it. The workers have
+//! std's default stack of 2 MiB, and a message of a few hundred KiB (a large
+//! array inside the message type) can overflow it, which aborts the
+//! process (measured with a 1 MiB message: 10–12 MiB of stack in an
+//! optimised build, 24–32 MiB in a debug build). Box large payloads, or
+//! raise the stack with [`SystemBuilder::worker_stack_size`] (TOML
+//! `[scheduler] stack-size`).
+//!
 //! Patterns on top: scheduled messages and keyed timers
 //! ([`ActorRef::tell_after`], [`Context::start_single_timer`]), a receive
 //! timeout, a stash, the [`BackoffSupervisor`], pool and group routers

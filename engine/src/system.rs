@@ -17,7 +17,7 @@ use crate::actor_ref::{ActorId, ActorRef};
 use crate::context::{spawn, spawn_root};
 use crate::coordinated;
 use crate::dead_letters::{DeadLetter, DeadLetters, Kill, PoisonPill};
-use crate::error::{SpawnError, SystemError};
+use crate::error::{validate_system_name, SpawnError, SystemError};
 use crate::event_stream::EventStream;
 use crate::guardian::Root;
 use crate::promise::Slot;
@@ -27,6 +27,36 @@ use crate::supervision::SupervisorStrategy;
 /// An actor system: a scheduler with its workers, the guardian actors `/`,
 /// `/user` and `/system`, dead letters and an event stream. Cheap to clone
 /// (all clones are the same system).
+///
+/// # Lifetime
+///
+/// Like a tokio `Runtime`, the system lives as long as user code holds a
+/// handle to it: when the last handle that [`SystemBuilder::build`]
+/// returned (or a clone of it) is dropped, the system terminates as if
+/// [`terminate`](Self::terminate) had been called, in the background: the
+/// drop does not wait, and may happen on any thread, a worker of the system
+/// included. Take a [`Termination`] first to wait for it:
+///
+/// ```
+/// # use proscenium::ActorSystem;
+/// let system = ActorSystem::builder().workers(1).pin_workers(false).build()?;
+/// let terminated = system.when_terminated(); // does not keep it alive
+/// drop(system);
+/// assert!(terminated.wait().clean());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// What does not keep the system alive: an [`ActorRef`], a
+/// [`Termination`], and the engine's own reference that
+/// [`Context::system`](crate::Context::system) lends an actor, clones of it
+/// included (as tokio's `Handle`); an actor may keep that clone without
+/// keeping its system from terminating, and once it has terminated the
+/// clone's spawns fail with [`SpawnError::SystemTerminated`]. What does: a
+/// user handle wherever it is put, also inside the system, such as in an
+/// actor's state, a message, an event-stream subscriber or a shutdown task.
+/// A handle captured by an actor's [`Props`] factory lives as long as the
+/// actor's cell, so that system ends only with `terminate`: give actors
+/// `ctx.system()` instead.
 ///
 /// ```
 /// use proscenium::prelude::*;
@@ -57,8 +87,35 @@ use crate::supervision::SupervisorStrategy;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone)]
+#[must_use = "dropping the last handle user code holds terminates the system"]
 pub struct ActorSystem {
+    group: Arc<HandleGroup>,
+}
+
+/// What an [`ActorSystem`] handle points to: the system, and whether the
+/// handle is one user code holds.
+///
+/// The handle [`SystemBuilder::build`] returns and its clones share one
+/// user group, whose strong count is the number of user handles: when the
+/// last of them is dropped, the group's drop terminates the system. The
+/// engine's own references (every cell's, hence [`Context::system`] and
+/// its clones; the reaper's; a shutdown task's) share internal groups,
+/// which terminate nothing: they point back at the system from inside it,
+/// and counting them would keep it alive forever (the system holds its
+/// guardian cells, which hold the system). A clone stays in its group.
+///
+/// [`Context::system`]: crate::Context::system
+struct HandleGroup {
     inner: Arc<SystemInner>,
+    user: bool,
+}
+
+impl Drop for HandleGroup {
+    fn drop(&mut self) {
+        if self.user {
+            self.inner.last_user_handle_dropped();
+        }
+    }
 }
 
 pub(crate) struct SystemInner {
@@ -89,6 +146,34 @@ pub(crate) struct SystemInner {
 
 type OnTermination = Box<dyn FnOnce(&TerminationReport) + Send>;
 
+impl SystemInner {
+    /// The last handle user code held is gone (called from its drop, on
+    /// whatever thread that was: a user thread, a worker in the middle of a
+    /// run, the timer thread). Terminates the system in the background:
+    /// `terminate` runs as a task on the system's own workers, so this
+    /// thread neither waits nor takes any of the system's locks (it may be
+    /// holding one: the handle could be dropped with a cell's state, or
+    /// inside a callback the system runs).
+    fn last_user_handle_dropped(self: &Arc<Self>) {
+        // Relaxed: a shortcut only (termination asked for, or under way);
+        // `terminate` claims the termination with its own AcqRel swap, so a
+        // stale `false` only costs a task that finds it claimed.
+        if self.terminate_called.load(Ordering::Relaxed) || self.reaping.load(Ordering::Relaxed) {
+            return;
+        }
+        tracing::debug!(system = %self.name, "the last user handle was dropped: terminating");
+        // Weak: if the system is gone by the time this runs, so is the work.
+        let weak = Arc::downgrade(self);
+        // On a closed scheduler (the system is being reaped) the task is
+        // dropped, and nothing is left to do.
+        self.handle.spawn_detached(async move {
+            if let Some(inner) = weak.upgrade() {
+                drop(ActorSystem::from_inner(inner).terminate());
+            }
+        });
+    }
+}
+
 #[derive(Clone)]
 struct Guardians {
     root: ActorId,
@@ -112,7 +197,9 @@ pub struct SystemBuilder {
 }
 
 impl SystemBuilder {
-    /// The system's name (also the prefix of its worker threads' names).
+    /// The system's name (also the prefix of its threads' names). Not empty,
+    /// and without a NUL byte: [`build`](Self::build) refuses either with
+    /// [`SystemError::InvalidName`].
     pub fn name(mut self, name: impl Into<String>) -> SystemBuilder {
         self.name = name.into();
         self
@@ -134,6 +221,38 @@ impl SystemBuilder {
     /// (default [`DEFAULT_THROUGHPUT`](proscenium_scheduler::DEFAULT_THROUGHPUT)).
     pub fn throughput(mut self, n: u32) -> SystemBuilder {
         self.scheduler = self.scheduler.throughput(n);
+        self
+    }
+
+    /// The stack size of each worker thread, in bytes (TOML
+    /// `scheduler.stack-size`). Default: std's default for spawned threads,
+    /// 2 MiB (or `RUST_MIN_STACK` if set); [`build`](Self::build) refuses
+    /// less than [`MIN_STACK_SIZE`](proscenium_scheduler::MIN_STACK_SIZE)
+    /// (64 KiB) with a [`SystemError::Scheduler`] naming the setting.
+    ///
+    /// Actors run on these stacks, and messages are moved by value through
+    /// a few frames of the send and receive path (some keep a copy each), so
+    /// a message of a few hundred KiB (a large array inside the message
+    /// type) can overflow the default stack, which aborts the process.
+    /// Measured with a 1 MiB message: 10–12 MiB of stack in an optimised
+    /// build, 24–32 MiB in a debug build. Box large payloads (`Box<[u8]>`,
+    /// `Vec`), or raise this. A large message type also costs stack on the
+    /// thread that spawns the actor (its mailbox is built by value) and on
+    /// any thread outside the workers that sends to it.
+    ///
+    /// ```
+    /// use proscenium::ActorSystem;
+    ///
+    /// let system = ActorSystem::builder()
+    ///     .workers(1)
+    ///     .pin_workers(false)
+    ///     .worker_stack_size(8 << 20)
+    ///     .build()?;
+    /// system.terminate().wait();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn worker_stack_size(mut self, bytes: usize) -> SystemBuilder {
+        self.scheduler = self.scheduler.stack_size(bytes);
         self
     }
 
@@ -171,36 +290,43 @@ impl SystemBuilder {
         self
     }
 
-    /// Starts the scheduler and the guardians. Fails with a typed error
-    /// naming what is wrong if the coordinated-shutdown phases do not form a
-    /// valid DAG, or if the scheduler or the guardians do not start.
+    /// Starts the scheduler and the guardians, and returns the first user
+    /// handle: the system terminates when it and every clone of it are
+    /// dropped (see [`ActorSystem`]'s lifetime), or when
+    /// [`terminate`](ActorSystem::terminate) is called. Fails with a typed error
+    /// naming what is wrong if the name is invalid, if the
+    /// coordinated-shutdown phases do not form a valid DAG, if a scheduler
+    /// setting is out of range (these are checked before any thread
+    /// starts), or if the scheduler or the guardians do not start.
     pub fn build(self) -> Result<ActorSystem, SystemError> {
         // Before any thread starts: bad configuration fails first.
+        validate_system_name(&self.name)?;
         self.shutdown.ordered_phases()?;
         let scheduler = self.scheduler.thread_name(self.name.clone()).build()?;
         let shutdown = CoordinatedShutdown::new(self.shutdown.clone(), scheduler.handle().clone())?;
-        let system = ActorSystem {
-            inner: Arc::new(SystemInner {
-                name: self.name,
-                handle: scheduler.handle().clone(),
-                scheduler: Mutex::new(Some(scheduler)),
-                guardians: Mutex::new(None),
-                dead_letters: DeadLetters::new(
-                    self.dead_letter_log_limit,
-                    self.dead_letter_log_suspend,
-                ),
-                events: EventStream::new(),
-                live_cells: AtomicUsize::new(0),
-                reaping: AtomicBool::new(false),
-                terminate_called: AtomicBool::new(false),
-                reaper: Mutex::new(None),
-                termination: Slot::new(),
-                quiesce_timeout: self.quiesce_timeout,
-                shutdown,
-                signals: Mutex::new(None),
-                on_termination: Mutex::new(Some(Vec::new())),
-            }),
-        };
+        let inner = Arc::new(SystemInner {
+            name: self.name,
+            handle: scheduler.handle().clone(),
+            scheduler: Mutex::new(Some(scheduler)),
+            guardians: Mutex::new(None),
+            dead_letters: DeadLetters::new(
+                self.dead_letter_log_limit,
+                self.dead_letter_log_suspend,
+            ),
+            events: EventStream::new(),
+            live_cells: AtomicUsize::new(0),
+            reaping: AtomicBool::new(false),
+            terminate_called: AtomicBool::new(false),
+            reaper: Mutex::new(None),
+            termination: Slot::new(),
+            quiesce_timeout: self.quiesce_timeout,
+            shutdown,
+            signals: Mutex::new(None),
+            on_termination: Mutex::new(Some(Vec::new())),
+        });
+        // The engine's reference (the root cell keeps it); the user's
+        // handle is made once the guardians have started.
+        let system = ActorSystem::from_inner(Arc::clone(&inner));
         let (tx, rx) = mpsc::channel();
         let root = spawn_root(&system, Root::props(tx, self.user_strategy)).id();
         match rx.recv_timeout(Duration::from_secs(30)) {
@@ -212,16 +338,14 @@ impl SystemBuilder {
                 });
                 let signals = coordinated::install(
                     &system,
-                    Arc::downgrade(&system.inner),
+                    Arc::downgrade(&inner),
                     &self.shutdown,
-                    &system.inner.shutdown,
+                    &inner.shutdown,
                 );
-                *system
-                    .inner
-                    .signals
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner()) = signals;
-                Ok(system)
+                *inner.signals.lock().unwrap_or_else(|e| e.into_inner()) = signals;
+                Ok(ActorSystem {
+                    group: Arc::new(HandleGroup { inner, user: true }),
+                })
             }
             Err(e) => Err(SystemError::Guardians(e.to_string())),
         }
@@ -247,12 +371,29 @@ impl ActorSystem {
         }
     }
 
+    /// An engine-internal handle: it does not keep the system alive.
     pub(crate) fn from_inner(inner: Arc<SystemInner>) -> ActorSystem {
-        ActorSystem { inner }
+        ActorSystem {
+            group: Arc::new(HandleGroup { inner, user: false }),
+        }
+    }
+
+    /// This handle if it is internal, else an internal one: for references
+    /// the engine keeps.
+    fn internal(&self) -> ActorSystem {
+        if self.group.user {
+            ActorSystem::from_inner(Arc::clone(self.inner()))
+        } else {
+            self.clone()
+        }
+    }
+
+    fn inner(&self) -> &Arc<SystemInner> {
+        &self.group.inner
     }
 
     fn guardians(&self) -> MutexGuard<'_, Option<Guardians>> {
-        self.inner
+        self.inner()
             .guardians
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -267,7 +408,7 @@ impl ActorSystem {
 
     /// The system's name.
     pub fn name(&self) -> &str {
-        &self.inner.name
+        &self.inner().name
     }
 
     /// Creates a top-level actor (a child of `/user`) named `name`.
@@ -315,19 +456,20 @@ impl ActorSystem {
     /// without terminating the system (aborted by a `recover = off` phase,
     /// or `terminate-actor-system` off), the actors are stopped right after
     /// it: `terminate` always terminates. Returns the future of the
-    /// termination; calling it again returns the same outcome.
+    /// termination; calling it again returns the same outcome. Dropping the
+    /// last user handle calls it (see [`ActorSystem`]'s lifetime).
     pub fn terminate(&self) -> Termination {
-        let cs = &self.inner.shutdown;
+        let cs = &self.inner().shutdown;
         // Only the first call has anything to start; later ones wait on
         // the same termination. AcqRel: pairs with this swap in a later
         // call, which then sees the first call's claim.
-        if self.inner.terminate_called.swap(true, Ordering::AcqRel) {
+        if self.inner().terminate_called.swap(true, Ordering::AcqRel) {
             return self.when_terminated();
         }
         if cs.config().run_by_actor_system_terminate {
             let run = cs.run(Reason::ActorSystemTerminate);
-            let weak = Arc::downgrade(&self.inner);
-            self.inner.handle.spawn_detached(async move {
+            let weak = Arc::downgrade(self.inner());
+            self.inner().handle.spawn_detached(async move {
                 let _ = run.await;
                 if let Some(inner) = weak.upgrade() {
                     ActorSystem::from_inner(inner).stop_user_guardian();
@@ -350,7 +492,7 @@ impl ActorSystem {
         callback: impl FnOnce(&TerminationReport) + Send + 'static,
     ) {
         let mut pending = self
-            .inner
+            .inner()
             .on_termination
             .lock()
             .unwrap_or_else(|e| e.into_inner());
@@ -359,7 +501,7 @@ impl ActorSystem {
             None => {
                 drop(pending);
                 let report = self
-                    .inner
+                    .inner()
                     .termination
                     .wait_clone(None)
                     .expect("terminated, no deadline");
@@ -382,7 +524,7 @@ impl ActorSystem {
     ///
     /// [`CoordinatedShutdownExt`]: crate::CoordinatedShutdownExt
     pub fn coordinated_shutdown(&self) -> &CoordinatedShutdown {
-        &self.inner.shutdown
+        &self.inner().shutdown
     }
 
     /// The root, `/user` and `/system` guardians (`None` once terminated).
@@ -393,41 +535,45 @@ impl ActorSystem {
     }
 
     pub(crate) fn quiesce_timeout(&self) -> Duration {
-        self.inner.quiesce_timeout
+        self.inner().quiesce_timeout
     }
 
     /// Completes once the system has terminated and its workers are joined.
+    ///
+    /// The `Termination` does not keep the system alive: dropping every
+    /// handle after taking it still terminates the system, and the
+    /// `Termination` sees it.
     pub fn when_terminated(&self) -> Termination {
         Termination {
-            system: self.clone(),
+            inner: Arc::clone(self.inner()),
         }
     }
 
     /// Whether termination has completed.
     pub fn is_terminated(&self) -> bool {
-        self.inner.termination.is_completed()
+        self.inner().termination.is_completed()
     }
 
     /// The event stream (dead letters are published here as [`DeadLetter`]).
     pub fn event_stream(&self) -> &EventStream {
-        &self.inner.events
+        &self.inner().events
     }
 
     /// Dead letters so far.
     pub fn dead_letter_count(&self) -> u64 {
-        self.inner.dead_letters.count()
+        self.inner().dead_letters.count()
     }
 
     /// Actor cells currently allocated, guardians included (zero once the
     /// system has terminated and every reference is dropped).
     pub fn live_cells(&self) -> usize {
         // Relaxed: a statistic, read after a synchronising event.
-        self.inner.live_cells.load(Ordering::Relaxed)
+        self.inner().live_cells.load(Ordering::Relaxed)
     }
 
     /// The scheduler handle: run futures and timers on the system's workers.
     pub fn scheduler_handle(&self) -> &Handle {
-        &self.inner.handle
+        &self.inner().handle
     }
 
     // ---- crate-internal ---------------------------------------------------
@@ -439,17 +585,17 @@ impl ActorSystem {
 
     pub(crate) fn cell_created(&self) {
         // Relaxed: a statistic.
-        self.inner.live_cells.fetch_add(1, Ordering::Relaxed);
+        self.inner().live_cells.fetch_add(1, Ordering::Relaxed);
     }
 
     pub(crate) fn cell_dropped(&self) {
         // Relaxed: a statistic.
-        self.inner.live_cells.fetch_sub(1, Ordering::Relaxed);
+        self.inner().live_cells.fetch_sub(1, Ordering::Relaxed);
     }
 
     fn publish_dead(&self, letter: DeadLetter) {
-        self.inner.dead_letters.record(&letter);
-        self.inner.events.publish(letter);
+        self.inner().dead_letters.record(&letter);
+        self.inner().events.publish(letter);
     }
 
     pub(crate) fn dead_envelope<M: Send + 'static>(&self, recipient: ActorId, e: Envelope<M>) {
@@ -481,15 +627,19 @@ impl ActorSystem {
     /// join the workers from a thread of our own, then release what the
     /// system holds and complete the termination.
     pub(crate) fn root_terminated(&self) {
-        if self.inner.reaping.swap(true, Ordering::AcqRel) {
+        if self.inner().reaping.swap(true, Ordering::AcqRel) {
             return;
         }
-        let system = self.clone();
+        let system = self.internal();
         // Held while spawning, so the handle is stored before the reaper
         // completes the termination (it takes this lock first).
-        let mut reaper = self.inner.reaper.lock().unwrap_or_else(|e| e.into_inner());
+        let mut reaper = self
+            .inner()
+            .reaper
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         let spawned = std::thread::Builder::new()
-            .name(format!("{}-reaper", self.inner.name))
+            .name(format!("{}-reaper", self.inner().name))
             .spawn(move || system.reap());
         match spawned {
             Ok(handle) => *reaper = Some(handle),
@@ -503,37 +653,42 @@ impl ActorSystem {
         // The coordinated shutdown's last phase ends with the root's
         // termination: let the run finish on the workers (its phase timer
         // cancelled, its outcome set) before they are drained and joined.
-        if let Some(run) = self.inner.shutdown.started_run() {
-            if run.wait_timeout(self.inner.quiesce_timeout).is_none() {
+        if let Some(run) = self.inner().shutdown.started_run() {
+            if run.wait_timeout(self.inner().quiesce_timeout).is_none() {
                 tracing::warn!("the coordinated shutdown run did not end before quiesce");
             }
         }
         drop(
-            self.inner
+            self.inner()
                 .signals
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .take(),
         );
         let scheduler = self
-            .inner
+            .inner()
             .scheduler
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take();
-        let quiesce = scheduler.map(|s| s.quiesce(Instant::now() + self.inner.quiesce_timeout));
+        let quiesce = scheduler.map(|s| s.quiesce(Instant::now() + self.inner().quiesce_timeout));
         drop(self.guardians().take());
         // Every worker has exited (returning its node cache); free the nodes
         // cached globally and by this thread.
         proscenium_mailbox::trim_node_cache();
-        drop(self.inner.reaper.lock().unwrap_or_else(|e| e.into_inner()));
+        drop(
+            self.inner()
+                .reaper
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()),
+        );
         let report = TerminationReport {
             quiesce,
             dead_letters: self.dead_letter_count(),
         };
-        tracing::debug!(system = %self.inner.name, ?report, "actor system terminated");
+        tracing::debug!(system = %self.inner().name, ?report, "actor system terminated");
         let callbacks = self
-            .inner
+            .inner()
             .on_termination
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -542,7 +697,7 @@ impl ActorSystem {
         for callback in callbacks {
             run_on_termination(callback, &report);
         }
-        let _ = self.inner.termination.complete(report);
+        let _ = self.inner().termination.complete(report);
     }
 }
 
@@ -559,7 +714,7 @@ fn run_on_termination(callback: OnTermination, report: &TerminationReport) {
 impl fmt::Debug for ActorSystem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ActorSystem")
-            .field("name", &self.inner.name)
+            .field("name", &self.inner().name)
             .field("live_cells", &self.live_cells())
             .field("terminated", &self.is_terminated())
             .finish()
@@ -588,7 +743,8 @@ impl TerminationReport {
 /// The future of a system's termination; also `wait()` for plain threads.
 #[must_use = "termination happens anyway; this only waits for it"]
 pub struct Termination {
-    system: ActorSystem,
+    /// Not a handle: the termination does not keep the system alive.
+    inner: Arc<SystemInner>,
 }
 
 impl Termination {
@@ -603,7 +759,6 @@ impl Termination {
     pub fn wait(self) -> TerminationReport {
         proscenium_scheduler::assert_not_on_worker("Termination::wait");
         let report = self
-            .system
             .inner
             .termination
             .wait_clone(None)
@@ -616,7 +771,6 @@ impl Termination {
     /// held is released when `wait` returns.
     fn join_reaper(&self) {
         let reaper = self
-            .system
             .inner
             .reaper
             .lock()
@@ -636,7 +790,6 @@ impl Termination {
     pub fn wait_timeout(self, timeout: Duration) -> Option<TerminationReport> {
         proscenium_scheduler::assert_not_on_worker("Termination::wait_timeout");
         let report = self
-            .system
             .inner
             .termination
             .wait_clone(Instant::now().checked_add(timeout))?;
@@ -649,15 +802,15 @@ impl Future for Termination {
     type Output = TerminationReport;
 
     fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<TerminationReport> {
-        self.system.inner.termination.poll_clone(cx)
+        self.inner.termination.poll_clone(cx)
     }
 }
 
 impl fmt::Debug for Termination {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Termination")
-            .field("system", &self.system.inner.name)
-            .field("completed", &self.system.is_terminated())
+            .field("system", &self.inner.name)
+            .field("completed", &self.inner.termination.is_completed())
             .finish()
     }
 }

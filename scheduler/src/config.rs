@@ -21,6 +21,10 @@ pub const DEFAULT_THROUGHPUT: u32 = 64;
 /// as in tokio, so it does not beat in step with periodic workloads.
 pub(crate) const INJECTOR_INTERVAL: u32 = 61;
 
+/// The smallest [`Builder::stack_size`] accepted: 64 KiB. Below that a
+/// worker could not run the scheduler's own frames plus a handler's.
+pub const MIN_STACK_SIZE: usize = 64 * 1024;
+
 /// Configures and starts a [`Scheduler`].
 ///
 /// ```
@@ -38,6 +42,8 @@ pub struct Builder {
     pub(crate) pin_workers: bool,
     pub(crate) throughput: u32,
     pub(crate) thread_name: String,
+    /// `None`: std's default for spawned threads.
+    pub(crate) stack_size: Option<usize>,
 }
 
 impl Default for Builder {
@@ -55,6 +61,7 @@ impl Builder {
             pin_workers: true,
             throughput: DEFAULT_THROUGHPUT,
             thread_name: "proscenium-worker".to_owned(),
+            stack_size: None,
         }
     }
 
@@ -80,7 +87,25 @@ impl Builder {
         self
     }
 
-    /// The prefix of worker thread names (`<prefix>-<index>`).
+    /// The stack size of each worker thread, in bytes
+    /// (`scheduler.stack-size`). Default: std's default for spawned
+    /// threads, 2 MiB (or `RUST_MIN_STACK` if set). At least
+    /// [`MIN_STACK_SIZE`]; [`build`](Self::build) refuses less with
+    /// [`BuildError::StackSizeTooSmall`].
+    ///
+    /// Everything a runnable does runs on this stack. In the actor engine,
+    /// a message is moved by value through a few frames on the way into a
+    /// mailbox and out to the handler, so a message of a few hundred KiB
+    /// (say a large array inside the message type) can overflow the default
+    /// stack, which aborts the process. Box large payloads, or raise this.
+    pub fn stack_size(mut self, bytes: usize) -> Builder {
+        self.stack_size = Some(bytes);
+        self
+    }
+
+    /// The prefix of worker thread names (`<prefix>-<index>`; the timer
+    /// thread is `<prefix>-timer`). It must not contain a NUL byte
+    /// ([`BuildError::InvalidThreadName`]).
     pub fn thread_name(mut self, name: impl Into<String>) -> Builder {
         self.thread_name = name.into();
         self
@@ -89,6 +114,12 @@ impl Builder {
     /// Validates the configuration and starts the worker and timer threads.
     /// Returns once every worker has started (and reported its pinning).
     pub fn build(self) -> Result<Scheduler, BuildError> {
+        // std's thread builder panics on such a name.
+        if self.thread_name.contains('\0') {
+            return Err(BuildError::InvalidThreadName {
+                name: self.thread_name,
+            });
+        }
         let workers = match self.workers {
             Some(n) => n,
             None => std::thread::available_parallelism().map_or(1, usize::from),
@@ -104,6 +135,12 @@ impl Builder {
         }
         if self.throughput == 0 {
             return Err(BuildError::ZeroThroughput);
+        }
+        if let Some(requested) = self.stack_size.filter(|&n| n < MIN_STACK_SIZE) {
+            return Err(BuildError::StackSizeTooSmall {
+                requested,
+                min: MIN_STACK_SIZE,
+            });
         }
         Scheduler::start(self, workers)
     }
@@ -127,6 +164,21 @@ pub enum BuildError {
     /// `scheduler.throughput` was 0.
     #[error("scheduler.throughput must be at least 1")]
     ZeroThroughput,
+    /// `scheduler.stack-size` was below [`MIN_STACK_SIZE`].
+    #[error("scheduler.stack-size must be at least {min} bytes, got {requested}")]
+    StackSizeTooSmall {
+        /// The configured value, in bytes.
+        requested: usize,
+        /// The smallest accepted value, in bytes.
+        min: usize,
+    },
+    /// The thread-name prefix holds a NUL byte, which threads cannot be
+    /// named with.
+    #[error("scheduler thread name {name:?} contains a NUL byte")]
+    InvalidThreadName {
+        /// The configured prefix.
+        name: String,
+    },
     /// The operating system refused to start a thread.
     #[error("failed to spawn scheduler thread {name}")]
     Spawn {

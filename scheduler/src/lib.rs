@@ -101,7 +101,7 @@ mod worker;
 #[cfg(not(loom))]
 pub use crate::{
     block_on::block_on,
-    config::{BuildError, Builder, DEFAULT_THROUGHPUT},
+    config::{BuildError, Builder, DEFAULT_THROUGHPUT, MIN_STACK_SIZE},
     metrics::{Metrics, WorkerMetrics},
     pin::{Pinning, UnpinnedReason},
     runnable::{Budget, RunOutcome, Runnable},

@@ -328,7 +328,11 @@ impl Scheduler {
             let pin = config.pin_workers;
             let cores = cores.clone();
             let name = format!("{}-{index}", config.thread_name);
-            let spawned = thread::Builder::new().name(name.clone()).spawn(move || {
+            let mut builder = thread::Builder::new().name(name.clone());
+            if let Some(bytes) = config.stack_size {
+                builder = builder.stack_size(bytes);
+            }
+            let spawned = builder.spawn(move || {
                 let pinning = pin::pin_current(index, pin, cores.as_deref());
                 // The builder waits for this; if it is gone, nobody cares.
                 let _ = pin_tx.send((index, pinning));

@@ -106,3 +106,58 @@ fn public_handles_are_send_and_sync() {
     send_sync::<proscenium_scheduler::Sleep>();
     send_sync::<proscenium_scheduler::Metrics>();
 }
+
+#[test]
+fn a_stack_size_below_the_minimum_is_a_typed_error_naming_the_key() {
+    let err = Scheduler::builder()
+        .workers(1)
+        .pin_workers(false)
+        .stack_size(16 * 1024)
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            BuildError::StackSizeTooSmall {
+                requested: 16384,
+                min: proscenium_scheduler::MIN_STACK_SIZE,
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("scheduler.stack-size"), "{err}");
+}
+
+/// A run that needs more stack than std's default 2 MiB completes on
+/// workers given 16 MiB (on 2 MiB it would overflow and abort the process).
+#[test]
+fn workers_run_on_the_configured_stack_size() {
+    let s = Scheduler::builder()
+        .workers(1)
+        .pin_workers(false)
+        .stack_size(16 << 20)
+        .build()
+        .unwrap();
+    let sum = s.handle().spawn(async {
+        // A local of `poll` (no await after it), so it lives on the
+        // worker's stack, not in the task.
+        let big = std::hint::black_box([1u8; 4 << 20]);
+        big.iter().map(|&b| u64::from(b)).sum::<u64>()
+    });
+    assert_eq!(sum.wait(), Ok(4 << 20));
+}
+
+#[test]
+fn a_thread_name_with_a_nul_is_a_typed_error() {
+    // std's thread builder panics on such a name.
+    let err = Scheduler::builder()
+        .workers(1)
+        .pin_workers(false)
+        .thread_name("a\0b")
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(&err, BuildError::InvalidThreadName { name } if name == "a\0b"),
+        "{err:?}"
+    );
+}
