@@ -139,9 +139,9 @@ impl CellCore {
 pub(crate) trait AnyCell: Send + Sync + 'static {
     fn core(&self) -> &CellCore;
     fn enqueue_system(&self, msg: SystemMsg) -> Result<Enqueued, SendError<SystemMsg>>;
-    /// Enqueues PoisonPill or Kill in the user lane; `Err` when the mailbox
-    /// is closed or full.
-    fn enqueue_auto(&self, msg: AutoMsg) -> Result<Enqueued, AutoMsg>;
+    /// Enqueues PoisonPill or Kill in the user lane; hands it back when the
+    /// mailbox is full or closed.
+    fn enqueue_auto(&self, msg: AutoMsg) -> Result<Enqueued, TrySendError<AutoMsg>>;
     fn into_runnable(self: Arc<Self>) -> Arc<dyn Runnable>;
     /// The cell as `Any`, to recover its message type.
     fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync>;
@@ -230,10 +230,13 @@ impl<M: Send + 'static> AnyCell for Cell<M> {
         self.mailbox.enqueue_system(msg)
     }
 
-    fn enqueue_auto(&self, msg: AutoMsg) -> Result<Enqueued, AutoMsg> {
+    fn enqueue_auto(&self, msg: AutoMsg) -> Result<Enqueued, TrySendError<AutoMsg>> {
         self.mailbox
             .enqueue_user(Envelope::from(msg))
-            .map_err(|_| msg)
+            .map_err(|e| match e {
+                TrySendError::Full(_) => TrySendError::Full(msg),
+                TrySendError::Closed(_) => TrySendError::Closed(msg),
+            })
     }
 
     fn into_runnable(self: Arc<Self>) -> Arc<dyn Runnable> {
