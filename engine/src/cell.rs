@@ -5,12 +5,14 @@
 use std::cell::UnsafeCell;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, DefaultHasher, RandomState};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use proscenium_mailbox::{Enqueued, Mailbox, Release, SendError, TrySendError};
 use proscenium_scheduler::{Budget, RunOutcome, Runnable};
 
 use crate::actor_ref::ActorId;
+use crate::contain::report;
 use crate::signal::{AutoMsg, Envelope, SystemMsg, Watcher};
 use crate::supervision::RestartStats;
 use crate::system::ActorSystem;
@@ -22,6 +24,10 @@ pub(crate) trait Drive<M: Send + 'static>: Send {
     /// has nothing the holder may take (`Release`). Must not release the
     /// run itself: the caller does, after this borrow has ended.
     fn run(&mut self, cell: &Arc<Cell<M>>, budget: &mut Budget) -> RunEnd;
+
+    /// A panic escaped `run`: forget the run's state (the context's
+    /// reference to the cell), so the cell can be run again or freed.
+    fn abandon_run(&mut self);
 }
 
 /// How a driver's run ended.
@@ -259,12 +265,33 @@ impl<M: Send + 'static> AnyCell for Cell<M> {
 impl<M: Send + 'static> Runnable for Cell<M> {
     fn run(self: Arc<Self>, budget: &mut Budget) -> RunOutcome {
         let driver = self.driver.get();
-        // SAFETY: the scheduler runs this cell only when it was submitted by
-        // the winner of its run-state (`Enqueued::MustSchedule`), by a
-        // `Release::Reschedule` below, or requeued after `Yield`: this thread
-        // holds the run, so nothing else touches `driver` until the release
-        // below. The `&mut` ends with this call, before the release.
-        let end = unsafe { (*driver).run(&self, budget) };
+        let run = catch_unwind(AssertUnwindSafe(|| {
+            // SAFETY: the scheduler runs this cell only when it was submitted
+            // by the winner of its run-state (`Enqueued::MustSchedule`), by a
+            // `Release::Reschedule` below, or requeued after `Yield`: this
+            // thread holds the run, so nothing else touches `driver` until
+            // the release below. The `&mut` ends with this call (or its
+            // unwinding), before the release.
+            unsafe { (*driver).run(&self, budget) }
+        }));
+        let end = match run {
+            Ok(end) => end,
+            Err(payload) => {
+                // The backstop: the driver contains the user code it runs,
+                // so this is a panic from elsewhere (an engine bug, a
+                // panicking tracing layer). Never leave the cell held: run
+                // it again (what it was doing when the panic came is lost).
+                // SAFETY: we still hold the run, as above; the `&mut` of the
+                // unwound call has ended.
+                unsafe { (*driver).abandon_run() };
+                self.core.system.run_panicked();
+                let me = self.id();
+                report(payload, |panic| {
+                    tracing::error!(actor = %me, panic, "a panic escaped an actor's run; the actor is run again");
+                });
+                RunEnd::Yield
+            }
+        };
         match end {
             RunEnd::Yield => RunOutcome::Yield,
             // SAFETY: we hold the run (as above) and no longer borrow the

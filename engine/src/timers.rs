@@ -36,6 +36,7 @@ use proscenium_scheduler::TimerHandle;
 
 use crate::actor::Actor;
 use crate::actor_ref::ActorRef;
+use crate::contain::contain;
 use crate::context::Context;
 use crate::signal::Envelope;
 use crate::stash::Stash;
@@ -251,9 +252,21 @@ impl<M: Send + 'static> TimerSlot<M> {
         if let Some(t) = armed {
             t.cancel();
         }
-        // The message is dropped outside the lock.
-        drop(payload);
+        // The message is dropped outside the lock, and its `Drop` is user
+        // code: a panic there must not cut short the stop or restart that
+        // cancels every timer of an actor.
+        contain("dropping a cancelled timer's message", || drop(payload));
         true
+    }
+}
+
+impl<M: Send + 'static> Drop for TimerSlot<M> {
+    fn drop(&mut self) {
+        // A repeating timer's closure, or a single message never taken
+        // (the last reference may go on any thread, a worker's included).
+        let inner = self.inner.get_mut().unwrap_or_else(|e| e.into_inner());
+        let payload = std::mem::replace(&mut inner.payload, Payload::Once(None));
+        contain("dropping a timer's message", || drop(payload));
     }
 }
 
