@@ -9,6 +9,8 @@
 
 mod support;
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use proscenium::prelude::*;
@@ -209,5 +211,41 @@ fn timer_payloads_whose_drop_panics_when_the_stop_cancels_them() {
         "a cancelled timer sends nothing, not even to dead letters"
     );
     drop((victim, watcher));
+    terminate_and_free(system);
+}
+
+/// A closure subscribed to dead letters tells an actor that has stopped:
+/// each tell is a dead letter, published to the same closure. The nesting
+/// is cut off (the process lives, the tell returns), and every dead letter
+/// is still counted once: the deliveries plus the one not delivered, which
+/// is counted on the event stream and logged.
+#[test]
+fn a_dead_letter_subscriber_telling_a_stopped_actor_does_not_recurse_forever() {
+    let logs = Logs::capture();
+    let system = system();
+    let log = Probe::new();
+    let gone = system
+        .spawn(Worker::props("gone", &log.tx()), "gone")
+        .expect("gone");
+    assert!(gone.graceful_stop(PATIENCE).wait());
+    let delivered = Arc::new(AtomicU64::new(0));
+    let (target, seen) = (gone.clone(), Arc::clone(&delivered));
+    let sub = system.event_stream().subscribe(move |_: &DeadLetter| {
+        seen.fetch_add(1, Ordering::Relaxed);
+        target.tell(WorkerMsg::Inc);
+    });
+    let before = system.dead_letter_count();
+    gone.tell(WorkerMsg::Inc);
+    // All of it ran on this thread, inside the tell.
+    let delivered = delivered.load(Ordering::Relaxed);
+    assert!(
+        (1..=16).contains(&delivered),
+        "{delivered} nested deliveries"
+    );
+    assert_eq!(system.dead_letter_count() - before, delivered + 1);
+    assert_eq!(system.event_stream().dropped_reentrant(), 1, "counted");
+    logs.wait_for(&["WARN", "not handed to callback subscribers", "cut_off=1"]);
+    assert!(system.event_stream().unsubscribe(&sub));
+    drop(gone);
     terminate_and_free(system);
 }
