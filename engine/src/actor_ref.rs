@@ -302,18 +302,23 @@ impl ActorId {
 
     /// The actor's path, such as `/user/parent/child` (`/` for the root).
     pub fn path(&self) -> String {
-        let core = self.cell.core();
-        match &core.parent {
-            None => "/".to_owned(),
-            Some(parent) => {
-                let mut p = parent.path();
-                if !p.ends_with('/') {
-                    p.push('/');
-                }
-                p.push_str(&core.name);
-                p
-            }
+        // A loop up the parent chain, not a recursion: a hierarchy can be
+        // deep enough (tens of thousands of levels) to overflow a stack.
+        let mut names: Vec<&str> = Vec::new();
+        let mut core = self.cell.core();
+        while let Some(parent) = &core.parent {
+            names.push(&core.name);
+            core = parent.cell.core();
         }
+        if names.is_empty() {
+            return "/".to_owned();
+        }
+        let mut path = String::with_capacity(names.iter().map(|n| n.len() + 1).sum());
+        for name in names.iter().rev() {
+            path.push('/');
+            path.push_str(name);
+        }
+        path
     }
 
     /// The actor's name (the last element of its path).

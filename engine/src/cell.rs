@@ -2,7 +2,7 @@
 //! may read ([`CellCore`]), and the run holder's part (the driver), run as
 //! a [`Runnable`] on the scheduler.
 
-use std::cell::UnsafeCell;
+use std::cell::{RefCell, UnsafeCell};
 use std::collections::HashMap;
 use std::hash::{BuildHasher, DefaultHasher, RandomState};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -12,7 +12,7 @@ use proscenium_mailbox::{Enqueued, Mailbox, Release, SendError, TrySendError};
 use proscenium_scheduler::{Budget, RunOutcome, Runnable};
 
 use crate::actor_ref::ActorId;
-use crate::contain::report;
+use crate::contain::{contain, report};
 use crate::signal::{AutoMsg, Envelope, SystemMsg, Watcher};
 use crate::supervision::RestartStats;
 use crate::system::ActorSystem;
@@ -307,6 +307,60 @@ impl<M: Send + 'static> Runnable for Cell<M> {
 impl<M: Send + 'static> Drop for Cell<M> {
     fn drop(&mut self) {
         self.core.system.cell_dropped();
+        // The parent may go with this cell (this was the last reference to
+        // it), and its parent with it, and so on: dropped here, that is a
+        // recursion as deep as the hierarchy, which overflows the stack of
+        // a deep one. The children need no such care: each holds this cell
+        // (its parent), so none is left in the map once this cell goes.
+        if let Some(parent) = self.core.parent.take() {
+            drop_link(parent);
+        }
+    }
+}
+
+thread_local! {
+    /// The parents that cells dropped on this thread left behind, for the
+    /// outermost of those drops to release one at a time; `None` while no
+    /// cell drop is under way on this thread.
+    static LINKS: RefCell<Option<Vec<ActorId>>> = const { RefCell::new(None) };
+}
+
+/// Drops a dropped cell's parent without recursing up the chain: if a cell
+/// drop is under way on this thread (this one is nested in it), the parent
+/// is queued for it; otherwise this is the outermost drop, which releases
+/// the parent and then what the drops it causes queue, one at a time, so
+/// the stack stays flat however deep the hierarchy. If this thread's queue
+/// is gone (a drop from a thread-local's destructor at thread exit), the
+/// parent is dropped here, recursively.
+fn drop_link(parent: ActorId) {
+    let mut parent = Some(parent);
+    let outermost = LINKS.try_with(|links| match &mut *links.borrow_mut() {
+        Some(queue) => {
+            queue.extend(parent.take());
+            false
+        }
+        none => {
+            *none = Some(Vec::new());
+            true
+        }
+    });
+    match outermost {
+        Ok(false) => {}
+        Ok(true) => {
+            let mut next = parent;
+            while let Some(link) = next {
+                // The last reference to a cell that never terminated (a
+                // system whose quiesce timed out) also drops its actor and
+                // its queued messages: user code.
+                contain("dropping an actor cell", || drop(link));
+                next = LINKS
+                    .try_with(|links| links.borrow_mut().as_mut().and_then(Vec::pop))
+                    .ok()
+                    .flatten();
+            }
+            let _ = LINKS.try_with(|links| links.borrow_mut().take());
+        }
+        Err(_) => drop(parent),
     }
 }
 
