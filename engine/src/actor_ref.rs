@@ -245,7 +245,9 @@ impl ActorId {
     }
 
     /// Sends a PoisonPill on the user lane: the actor handles what is queued
-    /// ahead of it, then stops; messages behind it go to dead letters.
+    /// ahead of it, then stops; messages behind it go to dead letters. A
+    /// full bounded mailbox refuses it like any message (a dead letter);
+    /// [`graceful_stop`](Self::graceful_stop) stops the actor even then.
     pub fn poison_pill(&self) {
         self.send_auto(AutoMsg::PoisonPill);
     }
