@@ -94,7 +94,9 @@ impl<M: Send + 'static> ActorRef<M> {
     }
 
     /// Sends a PoisonPill and completes with `true` once the actor has
-    /// terminated, or with `false` if it has not after `timeout`.
+    /// terminated, or with `false` if it has not after `timeout`. A full
+    /// bounded mailbox that refuses the PoisonPill gets a stop on the
+    /// system lane instead, as [`ActorId::graceful_stop`] says.
     pub fn graceful_stop(&self, timeout: Duration) -> GracefulStop {
         self.id().graceful_stop(timeout)
     }
@@ -216,13 +218,23 @@ impl ActorId {
     }
 
     fn send_auto(&self, msg: AutoMsg) {
-        match self.cell.enqueue_auto(msg) {
-            Ok(Enqueued::AlreadyScheduled) => {}
-            Ok(Enqueued::MustSchedule) => {
+        if let Err(refused) = self.try_send_auto(msg) {
+            let msg = refused.into_inner();
+            self.cell.core().system.dead_auto(self.clone(), msg);
+        }
+    }
+
+    /// Enqueues PoisonPill or Kill in the user lane (scheduling the actor
+    /// if this send won its run), or hands it back: the mailbox is full or
+    /// closed.
+    fn try_send_auto(&self, msg: AutoMsg) -> Result<(), TrySendError<AutoMsg>> {
+        match self.cell.enqueue_auto(msg)? {
+            Enqueued::AlreadyScheduled => {}
+            Enqueued::MustSchedule => {
                 schedule_runnable(self.cell.core(), Arc::clone(&self.cell).into_runnable());
             }
-            Err(msg) => self.cell.core().system.dead_auto(self.clone(), msg),
         }
+        Ok(())
     }
 
     /// Stops the actor: on its system lane, so after the message it is
@@ -233,7 +245,9 @@ impl ActorId {
     }
 
     /// Sends a PoisonPill on the user lane: the actor handles what is queued
-    /// ahead of it, then stops; messages behind it go to dead letters.
+    /// ahead of it, then stops; messages behind it go to dead letters. A
+    /// full bounded mailbox refuses it like any message (a dead letter);
+    /// [`graceful_stop`](Self::graceful_stop) stops the actor even then.
     pub fn poison_pill(&self) {
         self.send_auto(AutoMsg::PoisonPill);
     }
@@ -247,39 +261,66 @@ impl ActorId {
 
     /// Sends a PoisonPill; completes with `true` once the actor has
     /// terminated, or `false` if it has not after `timeout`.
+    ///
+    /// If the actor's bounded mailbox is full, the PoisonPill cannot be
+    /// queued: the actor is then stopped on its system lane instead (as
+    /// [`stop`](Self::stop): after the message it is handling now, and what
+    /// is queued goes to dead letters), so a graceful stop always stops.
     pub fn graceful_stop(&self, timeout: Duration) -> GracefulStop {
         self.graceful_stop_by(StopSignal::PoisonPill, timeout)
     }
 
     /// Like [`graceful_stop`](Self::graceful_stop) with a stop signal other
-    /// than a PoisonPill: [`StopSignal::Stop`] or [`StopSignal::Kill`].
+    /// than a PoisonPill: [`StopSignal::Stop`] or [`StopSignal::Kill`]. A
+    /// PoisonPill or a Kill that a full bounded mailbox refuses is replaced
+    /// by a stop on the system lane (after the current message).
     pub fn graceful_stop_by(&self, signal: StopSignal, timeout: Duration) -> GracefulStop {
         let stop = ask::graceful_stop_watch(self, timeout);
         if stop.already_terminated() {
             return stop;
         }
-        match signal {
-            StopSignal::PoisonPill => self.poison_pill(),
-            StopSignal::Stop => self.stop(),
-            StopSignal::Kill => self.kill(),
+        let auto = match signal {
+            StopSignal::PoisonPill => AutoMsg::PoisonPill,
+            StopSignal::Kill => AutoMsg::Kill,
+            StopSignal::Stop => {
+                self.stop();
+                return stop;
+            }
+        };
+        match self.try_send_auto(auto) {
+            Ok(()) => {}
+            // The user lane is full: it cannot take the signal now, and the
+            // caller asked for a stop, not a dead letter.
+            Err(TrySendError::Full(auto)) => {
+                tracing::debug!(actor = %self, signal = ?auto, "the mailbox is full: stopping on the system lane instead");
+                self.stop();
+            }
+            Err(TrySendError::Closed(auto)) => {
+                self.cell.core().system.dead_auto(self.clone(), auto)
+            }
         }
         stop
     }
 
     /// The actor's path, such as `/user/parent/child` (`/` for the root).
     pub fn path(&self) -> String {
-        let core = self.cell.core();
-        match &core.parent {
-            None => "/".to_owned(),
-            Some(parent) => {
-                let mut p = parent.path();
-                if !p.ends_with('/') {
-                    p.push('/');
-                }
-                p.push_str(&core.name);
-                p
-            }
+        // A loop up the parent chain, not a recursion: a hierarchy can be
+        // deep enough (tens of thousands of levels) to overflow a stack.
+        let mut names: Vec<&str> = Vec::new();
+        let mut core = self.cell.core();
+        while let Some(parent) = &core.parent {
+            names.push(&core.name);
+            core = parent.cell.core();
         }
+        if names.is_empty() {
+            return "/".to_owned();
+        }
+        let mut path = String::with_capacity(names.iter().map(|n| n.len() + 1).sum());
+        for name in names.iter().rev() {
+            path.push('/');
+            path.push_str(name);
+        }
+        path
     }
 
     /// The actor's name (the last element of its path).
@@ -305,13 +346,19 @@ impl ActorId {
 }
 
 /// Which stop signal [`ActorId::graceful_stop_by`] sends.
+///
+/// A graceful stop always stops: when a full bounded mailbox refuses a
+/// PoisonPill or a Kill, the actor is stopped on its system lane instead
+/// (as with [`StopSignal::Stop`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StopSignal {
-    /// User lane, after what is queued (the default of `graceful_stop`).
+    /// User lane, after what is queued (the default of `graceful_stop`);
+    /// with a full bounded mailbox, a stop after the current message.
     PoisonPill,
     /// System lane, after the current message.
     Stop,
-    /// User lane; fails the actor with `Killed`.
+    /// User lane; fails the actor with `Killed`. With a full bounded
+    /// mailbox, a stop after the current message (not logged as killed).
     Kill,
 }
 

@@ -2,15 +2,17 @@
 //! may read ([`CellCore`]), and the run holder's part (the driver), run as
 //! a [`Runnable`] on the scheduler.
 
-use std::cell::UnsafeCell;
+use std::cell::{RefCell, UnsafeCell};
 use std::collections::HashMap;
 use std::hash::{BuildHasher, DefaultHasher, RandomState};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use proscenium_mailbox::{Enqueued, Mailbox, Release, SendError, TrySendError};
 use proscenium_scheduler::{Budget, RunOutcome, Runnable};
 
 use crate::actor_ref::ActorId;
+use crate::contain::{contain, report};
 use crate::signal::{AutoMsg, Envelope, SystemMsg, Watcher};
 use crate::supervision::RestartStats;
 use crate::system::ActorSystem;
@@ -22,6 +24,10 @@ pub(crate) trait Drive<M: Send + 'static>: Send {
     /// has nothing the holder may take (`Release`). Must not release the
     /// run itself: the caller does, after this borrow has ended.
     fn run(&mut self, cell: &Arc<Cell<M>>, budget: &mut Budget) -> RunEnd;
+
+    /// A panic escaped `run`: forget the run's state (the context's
+    /// reference to the cell), so the cell can be run again or freed.
+    fn abandon_run(&mut self);
 }
 
 /// How a driver's run ended.
@@ -139,9 +145,9 @@ impl CellCore {
 pub(crate) trait AnyCell: Send + Sync + 'static {
     fn core(&self) -> &CellCore;
     fn enqueue_system(&self, msg: SystemMsg) -> Result<Enqueued, SendError<SystemMsg>>;
-    /// Enqueues PoisonPill or Kill in the user lane; `Err` when the mailbox
-    /// is closed or full.
-    fn enqueue_auto(&self, msg: AutoMsg) -> Result<Enqueued, AutoMsg>;
+    /// Enqueues PoisonPill or Kill in the user lane; hands it back when the
+    /// mailbox is full or closed.
+    fn enqueue_auto(&self, msg: AutoMsg) -> Result<Enqueued, TrySendError<AutoMsg>>;
     fn into_runnable(self: Arc<Self>) -> Arc<dyn Runnable>;
     /// The cell as `Any`, to recover its message type.
     fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync>;
@@ -230,10 +236,13 @@ impl<M: Send + 'static> AnyCell for Cell<M> {
         self.mailbox.enqueue_system(msg)
     }
 
-    fn enqueue_auto(&self, msg: AutoMsg) -> Result<Enqueued, AutoMsg> {
+    fn enqueue_auto(&self, msg: AutoMsg) -> Result<Enqueued, TrySendError<AutoMsg>> {
         self.mailbox
             .enqueue_user(Envelope::from(msg))
-            .map_err(|_| msg)
+            .map_err(|e| match e {
+                TrySendError::Full(_) => TrySendError::Full(msg),
+                TrySendError::Closed(_) => TrySendError::Closed(msg),
+            })
     }
 
     fn into_runnable(self: Arc<Self>) -> Arc<dyn Runnable> {
@@ -256,12 +265,33 @@ impl<M: Send + 'static> AnyCell for Cell<M> {
 impl<M: Send + 'static> Runnable for Cell<M> {
     fn run(self: Arc<Self>, budget: &mut Budget) -> RunOutcome {
         let driver = self.driver.get();
-        // SAFETY: the scheduler runs this cell only when it was submitted by
-        // the winner of its run-state (`Enqueued::MustSchedule`), by a
-        // `Release::Reschedule` below, or requeued after `Yield`: this thread
-        // holds the run, so nothing else touches `driver` until the release
-        // below. The `&mut` ends with this call, before the release.
-        let end = unsafe { (*driver).run(&self, budget) };
+        let run = catch_unwind(AssertUnwindSafe(|| {
+            // SAFETY: the scheduler runs this cell only when it was submitted
+            // by the winner of its run-state (`Enqueued::MustSchedule`), by a
+            // `Release::Reschedule` below, or requeued after `Yield`: this
+            // thread holds the run, so nothing else touches `driver` until
+            // the release below. The `&mut` ends with this call (or its
+            // unwinding), before the release.
+            unsafe { (*driver).run(&self, budget) }
+        }));
+        let end = match run {
+            Ok(end) => end,
+            Err(payload) => {
+                // The backstop: the driver contains the user code it runs,
+                // so this is a panic from elsewhere (an engine bug, a
+                // panicking tracing layer). Never leave the cell held: run
+                // it again (what it was doing when the panic came is lost).
+                // SAFETY: we still hold the run, as above; the `&mut` of the
+                // unwound call has ended.
+                unsafe { (*driver).abandon_run() };
+                self.core.system.run_panicked();
+                let me = self.id();
+                report(payload, |panic| {
+                    tracing::error!(actor = %me, panic, "a panic escaped an actor's run; the actor is run again");
+                });
+                RunEnd::Yield
+            }
+        };
         match end {
             RunEnd::Yield => RunOutcome::Yield,
             // SAFETY: we hold the run (as above) and no longer borrow the
@@ -277,6 +307,60 @@ impl<M: Send + 'static> Runnable for Cell<M> {
 impl<M: Send + 'static> Drop for Cell<M> {
     fn drop(&mut self) {
         self.core.system.cell_dropped();
+        // The parent may go with this cell (this was the last reference to
+        // it), and its parent with it, and so on: dropped here, that is a
+        // recursion as deep as the hierarchy, which overflows the stack of
+        // a deep one. The children need no such care: each holds this cell
+        // (its parent), so none is left in the map once this cell goes.
+        if let Some(parent) = self.core.parent.take() {
+            drop_link(parent);
+        }
+    }
+}
+
+thread_local! {
+    /// The parents that cells dropped on this thread left behind, for the
+    /// outermost of those drops to release one at a time; `None` while no
+    /// cell drop is under way on this thread.
+    static LINKS: RefCell<Option<Vec<ActorId>>> = const { RefCell::new(None) };
+}
+
+/// Drops a dropped cell's parent without recursing up the chain: if a cell
+/// drop is under way on this thread (this one is nested in it), the parent
+/// is queued for it; otherwise this is the outermost drop, which releases
+/// the parent and then what the drops it causes queue, one at a time, so
+/// the stack stays flat however deep the hierarchy. If this thread's queue
+/// is gone (a drop from a thread-local's destructor at thread exit), the
+/// parent is dropped here, recursively.
+fn drop_link(parent: ActorId) {
+    let mut parent = Some(parent);
+    let outermost = LINKS.try_with(|links| match &mut *links.borrow_mut() {
+        Some(queue) => {
+            queue.extend(parent.take());
+            false
+        }
+        none => {
+            *none = Some(Vec::new());
+            true
+        }
+    });
+    match outermost {
+        Ok(false) => {}
+        Ok(true) => {
+            let mut next = parent;
+            while let Some(link) = next {
+                // The last reference to a cell that never terminated (a
+                // system whose quiesce timed out) also drops its actor and
+                // its queued messages: user code.
+                contain("dropping an actor cell", || drop(link));
+                next = LINKS
+                    .try_with(|links| links.borrow_mut().as_mut().and_then(Vec::pop))
+                    .ok()
+                    .flatten();
+            }
+            let _ = LINKS.try_with(|links| links.borrow_mut().take());
+        }
+        Err(_) => drop(parent),
     }
 }
 

@@ -8,6 +8,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::actor_ref::ActorId;
+use crate::contain::contain;
 
 /// The PoisonPill, as it appears in a [`DeadLetter`] (send one with
 /// [`ActorRef::poison_pill`](crate::ActorRef::poison_pill)).
@@ -56,6 +57,17 @@ impl DeadLetter {
     /// The message's type name.
     pub fn message_type(&self) -> &'static str {
         self.message_type
+    }
+}
+
+impl Drop for DeadLetter {
+    /// The message is user code's: a panic in its `Drop` (the dead letter
+    /// is dropped once published, often inside an actor's termination) is
+    /// logged and goes no further.
+    fn drop(&mut self) {
+        // A zero-sized box: no allocation.
+        let message = std::mem::replace(&mut self.message, Box::new(()));
+        contain("dropping a dead letter's message", || drop(message));
     }
 }
 

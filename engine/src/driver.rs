@@ -4,8 +4,11 @@
 //!
 //! Everything here runs on the worker that holds the cell's run, one
 //! message at a time, so the state needs no synchronisation. Every call into
-//! user code is wrapped in `catch_unwind`: a panic fails the actor, never the
-//! worker, and never leaves the cell unreleased.
+//! user code is wrapped in `catch_unwind`: a panic in a handler fails the
+//! actor, never the worker; one in other user code the driver runs (a
+//! `Drop` of a message, of the props, of a timer's payload) is contained
+//! (`contain.rs`), so each lifecycle step runs to its end. What still
+//! escapes is caught by `Cell::run`, which never leaves the cell held.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -17,6 +20,7 @@ use proscenium_scheduler::Budget;
 use crate::actor::{Actor, Props};
 use crate::actor_ref::ActorId;
 use crate::cell::{run_callback, undeliverable_system, Cell, Drive, RunEnd};
+use crate::contain::contain;
 use crate::context::Context;
 use crate::events::{publish_lifecycle, publish_supervision, LifecycleKind};
 use crate::failure::{Failure, Killed, Outcome};
@@ -647,12 +651,16 @@ impl<A: Actor> Driver<A> {
         self.drop_instance();
         self.life = Life::Terminated;
         // The stash goes to dead letters first: it is older than the queue.
+        // Each step from here on runs user code only inside `contain` (a
+        // message's `Drop`, a subscriber), so the termination always runs
+        // to its end: the parent and the watchers are told.
         let me = self.me();
-        for msg in self.ctx.take_stash() {
-            self.cell()
-                .core
-                .system
-                .dead_envelope(me.clone(), Envelope::Msg(msg));
+        let stash = self.ctx.take_stash();
+        let system = &self.cell().core.system;
+        for msg in stash {
+            contain("sending a stashed message to dead letters", || {
+                system.dead_envelope(me.clone(), Envelope::Msg(msg));
+            });
         }
         // What is still queued goes to dead letters before anyone can learn
         // of the end: so a watcher (or a graceful stop) that sees this actor
@@ -689,9 +697,13 @@ impl<A: Actor> Driver<A> {
         }
         let me = self.me();
         for msg in held {
-            undeliverable_system(&me, msg);
+            contain("answering a signal to a terminated actor", || {
+                undeliverable_system(&me, msg);
+            });
         }
-        publish_lifecycle(self.actor_system(), || me.clone(), LifecycleKind::Stopped);
+        contain("publishing an actor's stop", || {
+            publish_lifecycle(self.actor_system(), || me.clone(), LifecycleKind::Stopped);
+        });
         let parent = self.cell().core.parent.clone();
         if let Some(parent) = &parent {
             parent.send_system(SystemMsg::DeathWatchNotification(me.clone()));
@@ -703,7 +715,9 @@ impl<A: Actor> Driver<A> {
                 Watcher::Callback(f) => run_callback(f),
             }
         }
-        self.props = None;
+        // The factory may have captured anything.
+        let props = self.props.take();
+        contain("dropping an actor's props", || drop(props));
         self.perpetrator = None;
         if parent.is_none() {
             self.cell().core.system.root_terminated();
@@ -714,11 +728,15 @@ impl<A: Actor> Driver<A> {
     /// letters (user messages) or is answered as undeliverable (signals).
     fn drain(&mut self, dequeued: Dequeued<SystemMsg, Envelope<A::Msg>>) {
         let me = self.me();
-        match dequeued {
-            Dequeued::System(msg) => undeliverable_system(&me, msg),
-            Dequeued::User(envelope) => self.cell().core.system.dead_envelope(me, envelope),
-            Dequeued::Empty | Dequeued::Retry => {}
-        }
+        let system = &self.cell().core.system;
+        contain(
+            "sending a message of a terminated actor to dead letters",
+            || match dequeued {
+                Dequeued::System(msg) => undeliverable_system(&me, msg),
+                Dequeued::User(envelope) => system.dead_envelope(me, envelope),
+                Dequeued::Empty | Dequeued::Retry => {}
+            },
+        );
     }
 }
 
@@ -816,5 +834,9 @@ impl<A: Actor> Drive<A::Msg> for Driver<A> {
         };
         self.ctx.cell = None;
         end
+    }
+
+    fn abandon_run(&mut self) {
+        self.ctx.cell = None;
     }
 }

@@ -3,8 +3,9 @@
 /// Why an actor could not be spawned. Nothing was created.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SpawnError {
-    /// The name is empty, starts with `$` (kept for generated names), or
-    /// holds a character outside letters, digits and `-_.*+:@&=,!~';`.
+    /// The name is empty, starts with `$` (kept for generated names), is
+    /// `.` or `..` (path elements that read as this actor or its parent),
+    /// or holds a character outside letters, digits and `-_.*+:@&=,!~';`.
     #[error("invalid actor name {name:?}: {reason}")]
     InvalidName {
         /// The name asked for.
@@ -76,7 +77,8 @@ pub(crate) fn validate_system_name(name: &str) -> Result<(), SystemError> {
     Ok(())
 }
 
-/// Checks an actor name (Akka's rules: URI-safe characters, `$` reserved).
+/// Checks an actor name (Akka's rules: URI-safe characters, `$` reserved;
+/// and neither `.` nor `..`, which would make paths such as `/user/..`).
 pub(crate) fn validate_name(name: &str) -> Result<(), SpawnError> {
     let invalid = |reason| {
         Err(SpawnError::InvalidName {
@@ -89,6 +91,11 @@ pub(crate) fn validate_name(name: &str) -> Result<(), SpawnError> {
     }
     if name.starts_with('$') {
         return invalid("names starting with '$' are reserved for generated names");
+    }
+    if name == "." || name == ".." {
+        return invalid(
+            "'.' and '..' are not names: in a path they would read as the actor itself or its parent",
+        );
     }
     let ok = |c: char| c.is_ascii_alphanumeric() || "-_.*$+:@&=,!~';".contains(c);
     if !name.chars().all(ok) {
@@ -125,5 +132,21 @@ mod tests {
             panic!("a/b is not a valid name");
         };
         assert!(e.to_string().contains("a/b"));
+    }
+
+    /// `.` and `..` would make paths such as `/user/..`, which read as a
+    /// parent; other names made of dots are fine.
+    #[test]
+    fn dot_and_dot_dot_are_refused() {
+        for bad in [".", ".."] {
+            let Err(SpawnError::InvalidName { name, reason }) = validate_name(bad) else {
+                panic!("{bad:?} accepted");
+            };
+            assert_eq!(name, bad);
+            assert!(reason.contains("'.' and '..'"), "{reason}");
+        }
+        assert!(validate_name("...").is_ok());
+        assert!(validate_name(".hidden").is_ok());
+        assert!(validate_name("a..b").is_ok());
     }
 }

@@ -3,6 +3,7 @@
 //! see `events.rs`) and for users' own monitoring events.
 
 use std::any::{Any, TypeId};
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -34,6 +35,95 @@ fn builtin_slot(event: TypeId) -> Option<usize> {
 
 type Deliver = dyn Fn(&dyn Any) -> Keep + Send + Sync;
 
+/// How many publishes may nest on one thread before an event is no longer
+/// handed to callback subscribers. A callback may publish (or tell an
+/// actor that has stopped, which publishes a dead letter, which reaches the
+/// same callback...): without a bound that recursion ends in a stack
+/// overflow, which aborts the process.
+const MAX_NESTED_PUBLISHES: u32 = 8;
+
+thread_local! {
+    /// Publishes under way on this thread, and the events of the current
+    /// burst (since the outermost of them began) that nested too deep.
+    static NESTING: Cell<Nesting> = const { Cell::new(Nesting { depth: 0, cut_off: 0 }) };
+}
+
+#[derive(Clone, Copy)]
+struct Nesting {
+    depth: u32,
+    cut_off: u64,
+}
+
+/// One publish under way on this thread, for its delivery loop; logs the
+/// events cut off in the burst when the outermost publish ends.
+struct NestedPublish {
+    /// How deep this publish is (1: not nested); 0 if this thread's
+    /// counter is gone (a publish from a thread-local's destructor).
+    depth: u32,
+}
+
+impl NestedPublish {
+    fn enter() -> NestedPublish {
+        let depth = NESTING
+            .try_with(|n| {
+                let mut now = n.get();
+                now.depth += 1;
+                n.set(now);
+                now.depth
+            })
+            .unwrap_or(0);
+        NestedPublish { depth }
+    }
+
+    /// Whether this publish is nested too deep to run callbacks.
+    fn too_deep(&self) -> bool {
+        self.depth > MAX_NESTED_PUBLISHES
+    }
+
+    /// Notes an event not handed to the callbacks, for the burst's warning.
+    fn cut_off(&self) {
+        let _ = NESTING.try_with(|n| {
+            let mut now = n.get();
+            now.cut_off += 1;
+            n.set(now);
+        });
+    }
+}
+
+impl Drop for NestedPublish {
+    fn drop(&mut self) {
+        if self.depth == 0 {
+            return;
+        }
+        let cut_off = NESTING
+            .try_with(|n| {
+                let mut now = n.get();
+                now.depth -= 1;
+                let cut_off = if now.depth == 0 {
+                    std::mem::take(&mut now.cut_off)
+                } else {
+                    0
+                };
+                n.set(now);
+                cut_off
+            })
+            .unwrap_or(0);
+        if cut_off > 0 {
+            // Once per burst, when its outermost publish ends; a panicking
+            // log layer must not unwind out of a drop.
+            let _ = std::panic::catch_unwind(|| {
+                tracing::warn!(
+                    cut_off,
+                    max = MAX_NESTED_PUBLISHES,
+                    "events published from inside too many nested publishes were not handed \
+                     to callback subscribers (a subscriber that publishes, or that tells a \
+                     stopped actor from a dead-letter subscription?)"
+                );
+            });
+        }
+    }
+}
+
 /// Whether a subscriber stays subscribed after a delivery.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Keep {
@@ -43,6 +133,9 @@ enum Keep {
 
 struct Subscriber {
     id: u64,
+    /// A callback (run on the publishing thread, so it can recurse), not
+    /// an actor (told with `try_tell`, which publishes nothing).
+    callback: bool,
     deliver: Arc<Deliver>,
 }
 
@@ -75,6 +168,9 @@ pub struct EventStream {
     /// only under `by_type`'s write lock, together with the map.
     builtin: [AtomicUsize; BUILTIN],
     next_id: AtomicU64,
+    /// Events not handed to callback subscribers: published too deep
+    /// inside other publishes (see `MAX_NESTED_PUBLISHES`).
+    dropped_reentrant: AtomicU64,
 }
 
 /// A subscription, to cancel with [`EventStream::unsubscribe`]. Dropping it
@@ -89,6 +185,7 @@ impl Clone for Subscriber {
     fn clone(&self) -> Subscriber {
         Subscriber {
             id: self.id,
+            callback: self.callback,
             deliver: Arc::clone(&self.deliver),
         }
     }
@@ -100,17 +197,22 @@ impl EventStream {
             by_type: RwLock::new(HashMap::new()),
             builtin: Default::default(),
             next_id: AtomicU64::new(1),
+            dropped_reentrant: AtomicU64::new(0),
         }
     }
 
-    fn add<E: Any>(&self, deliver: Arc<Deliver>) -> Subscription {
+    fn add<E: Any>(&self, callback: bool, deliver: Arc<Deliver>) -> Subscription {
         // Relaxed: only uniqueness matters.
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let event = TypeId::of::<E>();
         let mut map = self.by_type.write().unwrap_or_else(|e| e.into_inner());
         let list = map.entry(event).or_insert_with(|| Arc::from(Vec::new()));
         let mut subs: Vec<Subscriber> = list.iter().cloned().collect();
-        subs.push(Subscriber { id, deliver });
+        subs.push(Subscriber {
+            id,
+            callback,
+            deliver,
+        });
         *list = Arc::from(subs);
         if let Some(slot) = builtin_slot(event) {
             // Relaxed: a hint read by `has_subscribers`; a publish that
@@ -122,13 +224,24 @@ impl EventStream {
     }
 
     /// Calls `f` with every event of type `E` published from now on.
+    ///
+    /// `f` runs on the publishing thread, inside the publish: if it
+    /// publishes in turn (or tells an actor that has stopped, from a
+    /// [`DeadLetter`] subscription: another dead letter), the publishes
+    /// nest. Beyond 8 nested publishes on one thread an event is no longer
+    /// handed to callbacks (actors still get it); each such event is
+    /// counted ([`dropped_reentrant`](Self::dropped_reentrant)) and a burst
+    /// of them logged once, as a warning.
     pub fn subscribe<E: Any>(&self, f: impl Fn(&E) + Send + Sync + 'static) -> Subscription {
-        self.add::<E>(Arc::new(move |event: &dyn Any| {
-            if let Some(e) = event.downcast_ref::<E>() {
-                f(e);
-            }
-            Keep::Yes
-        }))
+        self.add::<E>(
+            true,
+            Arc::new(move |event: &dyn Any| {
+                if let Some(e) = event.downcast_ref::<E>() {
+                    f(e);
+                }
+                Keep::Yes
+            }),
+        )
     }
 
     /// Tells `actor` the message `map` makes of every event of type `E`
@@ -141,18 +254,21 @@ impl EventStream {
         map: impl Fn(&E) -> M + Send + Sync + 'static,
     ) -> Subscription {
         let actor = actor.clone();
-        self.add::<E>(Arc::new(move |event: &dyn Any| {
-            let Some(e) = event.downcast_ref::<E>() else {
-                return Keep::Yes;
-            };
-            if actor.is_terminated() {
-                return Keep::No;
-            }
-            match actor.try_tell(map(e)) {
-                Err(err) if err.is_closed() => Keep::No,
-                _ => Keep::Yes,
-            }
-        }))
+        self.add::<E>(
+            false,
+            Arc::new(move |event: &dyn Any| {
+                let Some(e) = event.downcast_ref::<E>() else {
+                    return Keep::Yes;
+                };
+                if actor.is_terminated() {
+                    return Keep::No;
+                }
+                match actor.try_tell(map(e)) {
+                    Err(err) if err.is_closed() => Keep::No,
+                    _ => Keep::Yes,
+                }
+            }),
+        )
     }
 
     /// Ends a subscription; `false` if it had already ended.
@@ -197,8 +313,19 @@ impl EventStream {
             .contains_key(&TypeId::of::<E>())
     }
 
+    /// Events not handed to callback subscribers because they were
+    /// published from inside too many nested publishes on one thread (see
+    /// [`subscribe`](Self::subscribe)); zero unless a callback publishes,
+    /// directly or not, in a loop.
+    pub fn dropped_reentrant(&self) -> u64 {
+        // Relaxed: a statistic, read after a synchronising event.
+        self.dropped_reentrant.load(Ordering::Relaxed)
+    }
+
     /// Hands `event` to every subscriber of its type; returns how many got
-    /// it. A subscriber that panics is logged and stays subscribed.
+    /// it. A subscriber that panics is logged and stays subscribed. From
+    /// inside more than 8 nested publishes on this thread, only actor
+    /// subscribers get it (see [`subscribe`](Self::subscribe)).
     pub fn publish<E: Any>(&self, event: E) -> usize {
         let event_type = TypeId::of::<E>();
         if builtin_slot(event_type).is_some() && !self.has_subscribers::<E>() {
@@ -211,8 +338,20 @@ impl EventStream {
                 None => return 0,
             }
         };
+        let nesting = NestedPublish::enter();
+        let too_deep = nesting.too_deep();
+        if too_deep && subs.iter().any(|s| s.callback) {
+            // Relaxed: a statistic.
+            self.dropped_reentrant.fetch_add(1, Ordering::Relaxed);
+            nesting.cut_off();
+        }
         let mut gone = Vec::new();
+        let mut skipped = 0;
         for s in subs.iter() {
+            if too_deep && s.callback {
+                skipped += 1;
+                continue;
+            }
             let deliver = &s.deliver;
             match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| deliver(&event))) {
                 Ok(Keep::Yes) => {}
@@ -224,10 +363,11 @@ impl EventStream {
                 ),
             }
         }
+        drop(nesting);
         if !gone.is_empty() {
             self.remove(event_type, &gone);
         }
-        subs.len() - gone.len()
+        subs.len() - gone.len() - skipped
     }
 }
 

@@ -66,6 +66,7 @@ mod ask;
 mod backoff;
 mod cell;
 mod config;
+mod contain;
 mod context;
 mod coordinated;
 mod dead_letters;

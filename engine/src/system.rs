@@ -128,6 +128,8 @@ pub(crate) struct SystemInner {
     dead_letters: DeadLetters,
     events: EventStream,
     live_cells: AtomicUsize,
+    /// Panics that escaped an actor's run (see `run_panicked`).
+    run_panics: AtomicU64,
     reaping: AtomicBool,
     /// Set by the first `terminate` call.
     terminate_called: AtomicBool,
@@ -315,6 +317,7 @@ impl SystemBuilder {
             ),
             events: EventStream::new(),
             live_cells: AtomicUsize::new(0),
+            run_panics: AtomicU64::new(0),
             reaping: AtomicBool::new(false),
             terminate_called: AtomicBool::new(false),
             reaper: Mutex::new(None),
@@ -571,6 +574,16 @@ impl ActorSystem {
         self.inner().live_cells.load(Ordering::Relaxed)
     }
 
+    /// Panics that escaped an actor's run so far: not from its handlers
+    /// (those fail the actor) nor from the user code the engine contains
+    /// (a `Drop` that panics: logged), but from elsewhere, such as a
+    /// panicking `tracing` layer or a bug in the engine. Each was logged and
+    /// the actor was run again; zero in a healthy system.
+    pub fn escaped_panics(&self) -> u64 {
+        // Relaxed: a statistic, read after a synchronising event.
+        self.inner().run_panics.load(Ordering::Relaxed)
+    }
+
     /// The scheduler handle: run futures and timers on the system's workers.
     pub fn scheduler_handle(&self) -> &Handle {
         &self.inner().handle
@@ -586,6 +599,12 @@ impl ActorSystem {
     pub(crate) fn cell_created(&self) {
         // Relaxed: a statistic.
         self.inner().live_cells.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A panic escaped an actor's run (`Cell::run` caught it).
+    pub(crate) fn run_panicked(&self) {
+        // Relaxed: a statistic.
+        self.inner().run_panics.fetch_add(1, Ordering::Relaxed);
     }
 
     pub(crate) fn cell_dropped(&self) {

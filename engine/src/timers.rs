@@ -36,6 +36,7 @@ use proscenium_scheduler::TimerHandle;
 
 use crate::actor::Actor;
 use crate::actor_ref::ActorRef;
+use crate::contain::contain;
 use crate::context::Context;
 use crate::signal::Envelope;
 use crate::stash::Stash;
@@ -129,19 +130,22 @@ impl<M: Send + 'static> TimerSlot<M> {
     /// scheduling, so a re-arm racing with this one (after a very early
     /// fire) stores its handle after ours, and a cancel either finds the
     /// handle or is seen here.
+    ///
+    /// Once the system has terminated, its scheduler no longer fires
+    /// timers: the message goes to dead letters at once instead (every
+    /// actor has terminated by then, the target too).
     fn arm(self: &Arc<Self>, delay: Duration) {
+        let scheduler = self.target.cell.core.system.scheduler_handle();
+        if scheduler.is_closed() {
+            self.dead_letter_now();
+            return;
+        }
         let mut inner = self.lock();
         if !self.is_active() {
             return;
         }
-        let slot = Arc::clone(self);
-        let handle = self
-            .target
-            .cell
-            .core
-            .system
-            .scheduler_handle()
-            .schedule_inline(delay, move || slot.fire_inline());
+        let unfired = Unfired::new(Arc::clone(self));
+        let handle = scheduler.schedule_inline(delay, move || unfired.take().fire_inline());
         inner.armed = Some(handle);
     }
 
@@ -153,7 +157,19 @@ impl<M: Send + 'static> TimerSlot<M> {
     fn fire_inline(self: Arc<Self>) {
         if self.try_enqueue().is_err() {
             let handle = self.target.cell.core.system.scheduler_handle().clone();
-            handle.spawn_detached(async move { self.fire() });
+            let unfired = Unfired::new(self);
+            handle.spawn_detached(async move { unfired.take().fire() });
+        }
+    }
+
+    /// The target is gone, or its system: ends the slot, handing its
+    /// message to dead letters (as `take_for_dead_letter` says).
+    fn dead_letter_now(&self) {
+        if let Some(msg) = self.take_for_dead_letter() {
+            let cell = &self.target.cell;
+            cell.core
+                .system
+                .dead_envelope(cell.id(), Envelope::Msg(msg));
         }
     }
 
@@ -200,12 +216,7 @@ impl<M: Send + 'static> TimerSlot<M> {
                     self.arm(interval);
                 }
             }
-            Err(TrySendError::Closed(_)) => {
-                if let Some(msg) = self.take_for_dead_letter() {
-                    let id = cell.id();
-                    cell.core.system.dead_envelope(id, Envelope::Msg(msg));
-                }
-            }
+            Err(TrySendError::Closed(_)) => self.dead_letter_now(),
         }
     }
 
@@ -251,9 +262,47 @@ impl<M: Send + 'static> TimerSlot<M> {
         if let Some(t) = armed {
             t.cancel();
         }
-        // The message is dropped outside the lock.
-        drop(payload);
+        // The message is dropped outside the lock, and its `Drop` is user
+        // code: a panic there must not cut short the stop or restart that
+        // cancels every timer of an actor.
+        contain("dropping a cancelled timer's message", || drop(payload));
         true
+    }
+}
+
+impl<M: Send + 'static> Drop for TimerSlot<M> {
+    fn drop(&mut self) {
+        // A repeating timer's closure, or a single message never taken
+        // (the last reference may go on any thread, a worker's included).
+        let inner = self.inner.get_mut().unwrap_or_else(|e| e.into_inner());
+        let payload = std::mem::replace(&mut inner.payload, Payload::Once(None));
+        contain("dropping a timer's message", || drop(payload));
+    }
+}
+
+/// A slot on its way to being fired: held by its timer's callback, then by
+/// the task that fires it on a worker. Dropped unused (the scheduler shut
+/// down and dropped its pending timers and tasks), it hands the message to
+/// dead letters, so a scheduled message never vanishes silently; a
+/// cancelled slot sends nothing.
+struct Unfired<M: Send + 'static>(Option<Arc<TimerSlot<M>>>);
+
+impl<M: Send + 'static> Unfired<M> {
+    fn new(slot: Arc<TimerSlot<M>>) -> Unfired<M> {
+        Unfired(Some(slot))
+    }
+
+    /// The slot, to fire it.
+    fn take(mut self) -> Arc<TimerSlot<M>> {
+        self.0.take().expect("taken once, by value")
+    }
+}
+
+impl<M: Send + 'static> Drop for Unfired<M> {
+    fn drop(&mut self) {
+        if let Some(slot) = self.0.take() {
+            slot.dead_letter_now();
+        }
     }
 }
 
@@ -429,8 +478,9 @@ fn start<M: Send + 'static>(
 impl<M: Send + 'static> ActorRef<M> {
     /// Sends `msg` to this actor once `delay` has passed (millisecond
     /// resolution, never early): Akka's `scheduleTellOnce`. If the actor
-    /// has terminated by then, the message goes to dead letters; if the
-    /// returned handle cancels it first, it is never delivered.
+    /// has terminated by then, the message goes to dead letters (at once
+    /// if its whole system has already terminated); if the returned handle
+    /// cancels it first, it is never delivered.
     ///
     /// Not tied to any actor's life: use [`Context::tell_after`] for a timer
     /// that is cancelled when the actor that started it stops.

@@ -57,7 +57,7 @@ fn names_are_unique_per_parent() {
 fn invalid_names_and_capacities_are_refused() {
     let system = system();
     let log = Probe::new();
-    for bad in ["", "$x", "a/b", "spa ce", "ünï"] {
+    for bad in ["", "$x", "a/b", "spa ce", "ünï", ".", ".."] {
         assert!(
             matches!(
                 system.spawn(Worker::props("x", &log.tx()), bad),

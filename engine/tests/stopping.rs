@@ -322,6 +322,38 @@ fn graceful_stop_answers_false_when_the_actor_is_stuck() {
     shutdown(system);
 }
 
+/// "By default, the actor will be sent a PoisionPill and will return your
+/// caller a Task<bool> which will complete within the timeout you
+/// specify."
+///
+/// A full bounded mailbox refuses the PoisonPill (or the Kill of
+/// `graceful_stop_by`): the graceful stop then stops the actor on its
+/// system lane instead, after the message it is handling now, so the
+/// confirmation still comes; what was queued goes to dead letters.
+#[test]
+fn graceful_stop_of_an_actor_whose_bounded_mailbox_is_full() {
+    for signal in [StopSignal::PoisonPill, StopSignal::Kill] {
+        let system = system();
+        let log = Probe::new();
+        let dead = dead_notes(&system);
+        let props = Worker::props("w", &log.tx()).with_mailbox_capacity(1);
+        let w = system.spawn(props, "w").expect("w");
+        let (gate, blocked) = block();
+        w.tell(blocked);
+        log.until("w blocked");
+        w.tell(WorkerMsg::Note(1));
+        assert_eq!(w.id().queued(), Some(1), "the mailbox is full");
+        let stop = w.graceful_stop_by(signal, PATIENCE);
+        gate.send(()).expect("unblock");
+        assert!(stop.wait(), "{signal:?}: the actor stopped");
+        assert_eq!(dead.next(), ("w".into(), 1), "{signal:?}");
+        assert_eq!(system.dead_letter_count(), 1, "{signal:?}: only the note");
+        assert!(!log.drain_now().iter().any(|l| l.contains("handled")));
+        drop(w);
+        shutdown(system);
+    }
+}
+
 /// "There is also an overload you can use to swap in a different message
 /// for PoisonPill (e.g. Stop instead of PoisonPill)."
 ///

@@ -111,6 +111,48 @@ fn tell_after_from_outside_delivers_or_goes_to_dead_letters() {
     shutdown(system);
 }
 
+/// Akka: a message sent to a terminated actor goes to dead letters. Once
+/// the whole system has terminated, its scheduler takes no timer: a
+/// scheduled message goes to dead letters at once (and a repeating one
+/// ends there), never silently nowhere.
+#[test]
+fn tell_after_once_the_system_has_terminated_goes_to_dead_letters() {
+    let system = system();
+    let dead = dead_letter_probe(&system, |d| format!("{:?}", d.downcast_ref::<Cmd>()));
+    let (a, _probe) = spawn(&system, "a");
+    shutdown(system.clone());
+    let once = a.tell_after(MS, Cmd::Tick("once"));
+    assert_eq!(dead.next(), "Some(Tick(once))");
+    let every = a.tell_every(MS, MS, Cmd::Tick("every"));
+    assert_eq!(dead.next(), "Some(Tick(every))");
+    assert!(!once.cancel() && !every.cancel(), "both ended");
+    assert_eq!(system.dead_letter_count(), 2);
+    drop((once, every, a));
+    assert_eq!(system.live_cells(), 0, "no timer holds the actor");
+}
+
+/// The same for a message still scheduled when the system terminates: its
+/// timer never fires (the scheduler drops it, unfired, and reports it as
+/// pending), and the message goes to dead letters then.
+#[test]
+fn a_message_still_scheduled_when_the_system_terminates_goes_to_dead_letters() {
+    let system = system();
+    let dead = dead_letter_probe(&system, |d| format!("{:?}", d.downcast_ref::<Cmd>()));
+    let (a, _probe) = spawn(&system, "a");
+    let hour = Duration::from_secs(3600);
+    let later = a.tell_after(hour, Cmd::Tick("in an hour"));
+    let report = system
+        .terminate()
+        .wait_timeout(PATIENCE)
+        .expect("the system terminates");
+    assert_eq!(report.quiesce.map(|q| q.timers_pending), Some(1));
+    assert_eq!(dead.next(), "Some(Tick(in an hour))");
+    assert_eq!(report.dead_letters, 1, "counted before the report");
+    assert!(!later.cancel(), "it ended");
+    drop((later, a));
+    assert_eq!(system.live_cells(), 0, "no timer holds the actor");
+}
+
 /// Akka: `startTimerWithFixedDelay` "schedules a message to be sent
 /// repeatedly to the self actor with a fixed delay between messages";
 /// `cancel` stops it. Here the delay is measured from each delivery.
