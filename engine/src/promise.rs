@@ -130,10 +130,7 @@ impl<T> Slot<T> {
                 return Some(v);
             }
             assert!(!state.completed, "a slot's value was taken twice");
-            state = match self.block(state, deadline) {
-                Some(state) => state,
-                None => return None,
-            };
+            state = self.block(state, deadline)?;
         }
     }
 
