@@ -75,6 +75,11 @@ impl Deadline for Arc<TimerEntry> {
     fn when(&self) -> u64 {
         self.when
     }
+
+    fn is_dead(&self) -> bool {
+        // Relaxed: a hint; dropping a cancelled entry reads nothing of it.
+        self.state.load(Ordering::Relaxed) != PENDING
+    }
 }
 
 impl TimerEntry {

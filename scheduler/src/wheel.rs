@@ -20,6 +20,14 @@ pub(crate) const MAX_TICKS: u64 = (1 << (6 * LEVELS)) - 1;
 /// Something with a deadline, in ticks.
 pub(crate) trait Deadline {
     fn when(&self) -> u64;
+
+    /// Whether the entry no longer needs to fire (cancelled): it is then
+    /// dropped when its slot comes up instead of being filed again on a
+    /// lower level, so a wheel full of cancelled timeouts (one per ask)
+    /// costs one visit each, not one per level.
+    fn is_dead(&self) -> bool {
+        false
+    }
 }
 
 #[derive(Debug)]
@@ -88,8 +96,9 @@ impl<T: Deadline> Wheel<T> {
 
     /// Advances the wheel to `now`, calling `fire` for every entry whose
     /// deadline is at or before `now`, in deadline order (entries with the
-    /// same deadline in insertion order). Cancelled entries are passed to
-    /// `fire` too; it decides.
+    /// same deadline in insertion order). Entries found dead
+    /// ([`Deadline::is_dead`]) on the way are dropped; one cancelled after
+    /// that look is passed to `fire`, which decides.
     pub(crate) fn advance(&mut self, now: u64, mut fire: impl FnMut(T)) {
         while let Some(exp) = self.next_expiration() {
             if exp.deadline > now {
@@ -100,6 +109,9 @@ impl<T: Deadline> Wheel<T> {
             let entries = std::mem::take(&mut lvl.slots[exp.slot]);
             lvl.occupied &= !(1 << exp.slot);
             for entry in entries {
+                if entry.is_dead() {
+                    continue;
+                }
                 if let Err(due) = self.insert(entry) {
                     fire(due);
                 }
@@ -259,6 +271,31 @@ mod tests {
             .expect("advance returned (it spun before the fix)");
         assert_eq!(fired, vec![E(21, 1), E(20 + MAX_TICKS, 0)]);
         assert_eq!(now, 20 + MAX_TICKS);
+    }
+
+    /// An entry that says it is dead is dropped when its slot comes up,
+    /// not filed again on a lower level (nor fired).
+    #[test]
+    fn dead_entries_are_dropped_when_their_slot_comes_up() {
+        #[derive(Debug)]
+        struct Maybe(u64, std::rc::Rc<std::cell::Cell<bool>>);
+        impl Deadline for Maybe {
+            fn when(&self) -> u64 {
+                self.0
+            }
+            fn is_dead(&self) -> bool {
+                self.1.get()
+            }
+        }
+        let dead = std::rc::Rc::new(std::cell::Cell::new(false));
+        let mut wheel = Wheel::new();
+        wheel.insert(Maybe(5000, dead.clone())).expect("future");
+        wheel.insert(Maybe(5001, std::rc::Rc::default())).expect("future");
+        dead.set(true);
+        let mut fired = Vec::new();
+        wheel.advance(6000, |e| fired.push(e.0));
+        assert_eq!(fired, vec![5001]);
+        assert_eq!(std::rc::Rc::strong_count(&dead), 1, "dropped");
     }
 
     #[test]
