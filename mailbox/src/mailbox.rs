@@ -47,8 +47,12 @@ pub enum Release {
 }
 
 /// A mailbox: a system lane and a user lane, each a wait-free MPSC queue,
-/// and one run-state word. 128 bytes, in two cache lines: one for what
-/// every send touches, one for the run holder (and the rare system sends).
+/// and one run-state word. 64 bytes (eight words), word-aligned: first what
+/// every send touches, then the run holder's words (and the system lane's
+/// head, for the rare system sends). No cache-line boundary is forced
+/// between the two halves (that alignment was dropped: decision record
+/// 0002); the test `mailbox_fits_in_64_bytes_without_forcing_alignment`
+/// keeps it so.
 ///
 /// The protocol:
 ///
@@ -98,11 +102,13 @@ pub struct Mailbox<S, U> {
 /// 64-byte aligned and cost about 190 bytes of RSS per idle actor, for a
 /// fan-in difference within noise (decision record 0002, BENCHMARKS.md).
 struct Holder<S, U> {
-    /// The system lane's producer end lives here, with the holder, not on
-    /// the senders' line: system messages are rare, while the holder looks at
-    /// this lane (and, when it is empty, at its head) before every message.
-    /// On the senders' line it would be a cache miss per message, because
-    /// every user send writes that line.
+    /// The system lane's producer end lives here, with the holder, not
+    /// among the senders' words: system messages are rare, while the holder
+    /// looks at this lane (and, when it is empty, at its head) before every
+    /// message. On the senders' cache line it would be a miss per message,
+    /// because every user send writes that line. With no line boundary
+    /// forced between the halves it may still share that line, depending on
+    /// where the mailbox sits in its cell (decision record 0002).
     system_head: Head<S>,
     system: Tail<S>,
     user: Tail<U>,
@@ -370,6 +376,16 @@ impl<S, U> Mailbox<S, U> {
         // there). A sender that saw SCHEDULED still set relies on us, and its
         // push is visible to the loads below.
         fence(Ordering::SeqCst);
+        // A mark is a node address, and the node cache hands a freed address
+        // out again at once, so `head` can equal a mark after it has moved
+        // (ABA): we may then report Idle with messages queued. That strands
+        // nothing: the marked node was freed, so a later holder popped past
+        // it, and that holder's release fence, like every later holder's,
+        // comes after the fence of any sender that relied on us (or that
+        // sender's load would have read the later clear, not our
+        // SCHEDULED). So each later holder pops such a message or re-checks
+        // after its push. The full argument is in decision record 0002
+        // ("`release` re-checks from marks").
         let pending = self.holder.system_head.nonempty_since(system_mark)
             || (flags.user_lane_open() && self.user.nonempty_since(user_mark));
         if !pending {

@@ -14,9 +14,10 @@
 //! retry later instead of concluding "empty" and losing a wake-up.
 //!
 //! The two ends are separate types, [`Head`] (written by producers) and
-//! [`Tail`] (written by the consumer), so that an owner can lay them out on
-//! different cache lines: the mailbox groups both lanes' heads on one line
-//! and both tails on the next.
+//! [`Tail`] (written by the consumer), so that an owner can lay them out
+//! apart: [`MpscQueue`] pads each to its own cache line; the mailbox keeps
+//! the user lane's head among the senders' words and the system lane's head
+//! and both tails among the run holder's, without padding.
 
 #[cfg(not(loom))]
 use std::alloc::Layout;
@@ -153,9 +154,10 @@ impl<T> Head<T> {
     ///
     /// The answer is exact for pushes that happen-before this call. A false
     /// "empty" is possible only if the marked node was freed and its address
-    /// reused, which requires a later consumer to have popped past it; that
-    /// consumer then owns every value pushed before (see `Mailbox::release`
-    /// for why that is enough).
+    /// reused (the node cache reuses a freed address at once), which
+    /// requires a later consumer to have popped past it; that consumer then
+    /// owns every value pushed before (see `Mailbox::release` for why that
+    /// is enough).
     #[inline]
     pub(crate) fn nonempty_since(&self, mark: Mark) -> bool {
         // Relaxed: the caller orders this load after the pushes it cares
