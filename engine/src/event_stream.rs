@@ -300,6 +300,34 @@ impl EventStream {
         removed
     }
 
+    /// Removes every actor subscriber (at termination, once every actor
+    /// has stopped: a subscriber actor is otherwise removed only by the
+    /// first publish of its event type after it stopped, and until then its
+    /// subscription keeps its cell, and the system, allocated). Callback
+    /// subscribers stay: they are the user's to remove.
+    pub(crate) fn remove_actor_subscribers(&self) {
+        let removed = {
+            let mut map = self.by_type.write().unwrap_or_else(|e| e.into_inner());
+            let mut removed = Vec::new();
+            map.retain(|event, list| {
+                let kept: Vec<Subscriber> = list.iter().filter(|s| s.callback).cloned().collect();
+                if let Some(slot) = builtin_slot(*event) {
+                    // Relaxed: see `add`.
+                    self.builtin[slot].fetch_sub(list.len() - kept.len(), Ordering::Relaxed);
+                }
+                if kept.len() == list.len() {
+                    return true;
+                }
+                removed.push(std::mem::replace(list, Arc::from(kept)));
+                !list.is_empty()
+            });
+            removed
+        };
+        // Dropped outside the lock: an actor subscriber's last reference
+        // may free a cell, which may publish.
+        drop(removed);
+    }
+
     /// Whether anyone listens for `E` (to skip building an event). For the
     /// engine's own events this is one atomic load, without a lock.
     pub fn has_subscribers<E: Any>(&self) -> bool {

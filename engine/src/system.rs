@@ -692,6 +692,8 @@ impl ActorSystem {
             .take();
         let quiesce = scheduler.map(|s| s.quiesce(Instant::now() + self.inner().quiesce_timeout));
         drop(self.guardians().take());
+        // Every actor has stopped: their event subscriptions go too.
+        self.inner().events.remove_actor_subscribers();
         // Every worker has exited (returning its node cache); free the nodes
         // cached globally and by this thread.
         proscenium_mailbox::trim_node_cache();

@@ -92,6 +92,12 @@ fn one_life() {
             Ok(i as u64)
         );
     }
+    // An actor subscribed to an event nobody publishes: its subscription
+    // used to keep its cell (and the system) allocated after termination.
+    struct Rare;
+    system
+        .event_stream()
+        .subscribe_actor(&actors[1], |_: &Rare| EchoMsg::Note);
     assert!(actors[0].graceful_stop(Duration::from_secs(20)).wait());
     actors[0].tell(EchoMsg::Note); // a dead letter
     for a in &actors[1..] {

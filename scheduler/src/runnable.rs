@@ -6,9 +6,12 @@ use std::sync::Arc;
 /// Something the scheduler can run: an actor cell, a future task, a timer
 /// callback.
 ///
-/// A submission is run exactly once, by one worker; the scheduler never runs
-/// the same submission twice concurrently and never drops one while it is
-/// running. Submitting the same `Arc` again while it is queued or running is
+/// A submission is run at most once, by one worker: once, unless the
+/// workers stop first (a quiesce that reached its deadline, or a dropped
+/// [`Scheduler`](crate::Scheduler)), in which case it is dropped without
+/// running and counted in the [`QuiesceReport`](crate::QuiesceReport). The
+/// scheduler never runs the same submission twice concurrently and never
+/// drops one while it is running. Submitting the same `Arc` again while it is queued or running is
 /// the caller's business: an actor cell's run-state word guarantees that only
 /// one winner submits it at a time.
 pub trait Runnable: Send + Sync + 'static {

@@ -219,7 +219,9 @@ impl Handle {
     }
 
     /// Whether the workers have been told to stop (the last step of a
-    /// quiesce, or a drop): they finish their current run and exit.
+    /// quiesce, or a drop): each exits once its current run returns, as soon
+    /// as it next looks at the shutdown flag (before it looks for more work,
+    /// and every few dozen runs while it has local work).
     pub fn is_shut_down(&self) -> bool {
         self.shared.idle.is_shutdown()
     }

@@ -7,8 +7,9 @@
 //! lazily when its slot comes up). The timer thread moves new entries into
 //! its [`Wheel`], advances it every millisecond that has something due, and
 //! sleeps until the next occupied slot otherwise. A due callback is submitted
-//! to the scheduler's injector (it runs on a worker, never on the timer
-//! thread); a due [`Sleep`] has its waker woken.
+//! to the scheduler's injector (it runs on a worker), except an inline one
+//! ([`Handle::schedule_inline`]), which the timer thread runs itself; a due
+//! [`Sleep`] has its waker woken.
 //!
 //! The timer thread also runs the *stall monitor*: every millisecond while
 //! any worker is awake, it looks at each worker's LIFO slot, and takes the
@@ -457,7 +458,8 @@ impl TimerHandle {
         self.timers.cancel(&self.entry)
     }
 
-    /// Whether the timer has fired (its callback was handed to a worker).
+    /// Whether the timer has fired (its callback was handed to a worker, or
+    /// run on the timer thread for an inline one).
     pub fn is_fired(&self) -> bool {
         self.entry.state() == FIRED
     }

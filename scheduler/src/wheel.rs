@@ -290,7 +290,9 @@ mod tests {
         let dead = std::rc::Rc::new(std::cell::Cell::new(false));
         let mut wheel = Wheel::new();
         wheel.insert(Maybe(5000, dead.clone())).expect("future");
-        wheel.insert(Maybe(5001, std::rc::Rc::default())).expect("future");
+        wheel
+            .insert(Maybe(5001, std::rc::Rc::default()))
+            .expect("future");
         dead.set(true);
         let mut fired = Vec::new();
         wheel.advance(6000, |e| fired.push(e.0));
