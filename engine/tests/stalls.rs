@@ -40,7 +40,8 @@ impl Actor for A {
 /// LIFO slot of A's worker, which no other worker could take, so B waited
 /// for the whole handler even with the second worker idle. Here A waits for
 /// B: it used to give up after 10 s. The delay B sees is printed; it is
-/// bounded by the stall monitor's tick (1 ms) plus a wake-up, far below any
+/// bounded by the stall monitor's look and confirm interval (5 + 1 ms)
+/// plus a wake-up, far below any
 /// handler worth noticing.
 #[test]
 fn a_message_sent_by_a_long_handler_is_handled_by_the_idle_worker() {

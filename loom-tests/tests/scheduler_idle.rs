@@ -27,7 +27,7 @@
 //! parked.
 #![cfg(loom)]
 
-use loom::sync::atomic::{fence, AtomicUsize, Ordering};
+use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
 use proscenium_scheduler::__loom::{Idle, Unparked};
@@ -88,13 +88,8 @@ impl Pool {
             }
             if searching && self.try_take() {
                 searching = false;
-                // As the real worker: the last searcher hands the search on
-                // only if work is visible after a SeqCst fence.
                 if self.idle.transition_from_searching() {
-                    fence(Ordering::SeqCst);
-                    if self.has_work() {
-                        self.idle.notify_one();
-                    }
+                    self.idle.notify_one();
                 }
                 if self.ran.fetch_add(1, Ordering::AcqRel) + 1 == self.total {
                     self.idle.shutdown();

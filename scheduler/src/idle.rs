@@ -32,13 +32,8 @@
 //! same park path (and its re-check, ordered after the push, sees the work).
 //!
 //! A searcher that finds work stops searching; if it was the last searcher
-//! it must, after a `SeqCst` fence, re-check the shared queues and call
-//! [`Idle::notify_one`] if they hold work, so that the rest of the work
-//! (stealing takes a batch; more may be queued, its submitters having left
-//! the wake-up to the searcher they saw) finds a worker too. The fence
-//! pairs with the submitter's: either the submitter's read of `state` saw
-//! the searcher gone (and it wakes a worker itself), or the re-check sees
-//! its push.
+//! it must call [`Idle::notify_one`] so that the rest of the work (stealing
+//! takes a batch; more may be queued) finds a worker too.
 
 use crate::park::Parker;
 use crate::sync::{fence, lock, AtomicBool, AtomicUsize, Mutex, Ordering};
@@ -183,8 +178,7 @@ impl Idle {
     }
 
     /// A searching worker found work. Returns `true` if it was the last
-    /// searcher: the caller **must** then (after a `SeqCst` fence) call
-    /// [`Idle::notify_one`] if any shared queue holds work.
+    /// searcher: the caller **must** then call [`Idle::notify_one`].
     pub fn transition_from_searching(&self) -> bool {
         // SeqCst: same total order as `notify_one`'s read of the count.
         let prev = self.state.fetch_sub(1, Ordering::SeqCst);
