@@ -2,9 +2,9 @@
 //! terminates: a fixed workload for instruction counts of the message path.
 //!
 //! ```text
-//! cargo build --release -p proscenium --example ping_pong
+//! cargo build --release -p proscenium --example actor_ping_pong
 //! for n in 100000 200000; do
-//!     valgrind --tool=callgrind --callgrind-out-file=cg.$n target/release/examples/ping_pong $n
+//!     valgrind --tool=callgrind --callgrind-out-file=cg.$n target/release/examples/actor_ping_pong $n
 //! done
 //! # instructions per round trip = (Ir(200000) - Ir(100000)) / 100000
 //! ```
