@@ -84,7 +84,11 @@ mod config;
 #[cfg(not(loom))]
 mod metrics;
 #[cfg(not(loom))]
+pub mod net;
+#[cfg(not(loom))]
 mod pin;
+#[cfg(not(loom))]
+mod reactor;
 #[cfg(not(loom))]
 mod runnable;
 #[cfg(not(loom))]

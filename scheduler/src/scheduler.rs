@@ -7,6 +7,7 @@ use crate::idle::Idle;
 use crate::lifo::LifoSlot;
 use crate::metrics::{Counters, Metrics};
 use crate::pin::{self, Pinning};
+use crate::reactor::Reactor;
 use crate::runnable::Runnable;
 use crate::sync::{lock, thread, Arc, AtomicBool, AtomicUsize, Condvar, Mutex, Ordering};
 use crate::timer::{TimerShared, TimerThread};
@@ -50,6 +51,9 @@ pub(crate) struct Shared {
     quiesce_lock: Mutex<()>,
     quiesce_cv: Condvar,
     pub(crate) timers: Arc<TimerShared>,
+    /// The I/O reactor (`net`); its thread starts on the first
+    /// registration.
+    pub(crate) reactor: Reactor,
 }
 
 impl Shared {
@@ -252,7 +256,8 @@ pub struct QuiesceReport {
     pub panics: u64,
 }
 
-/// A pool of worker threads running [`Runnable`]s, plus a timer thread.
+/// A pool of worker threads running [`Runnable`]s, plus a timer thread (and
+/// an I/O reactor thread once a socket is registered, see [`crate::net`]).
 ///
 /// Dropping it shuts it down at once (like a quiesce whose deadline has
 /// passed) and joins every thread.
@@ -299,6 +304,7 @@ impl Scheduler {
             quiesce_lock: Mutex::new(()),
             quiesce_cv: Condvar::new(),
             timers: Arc::new(TimerShared::new()),
+            reactor: Reactor::new(format!("{}-io", config.thread_name)),
         });
         let handle = Handle {
             shared: Arc::clone(&shared),
@@ -370,7 +376,9 @@ impl Scheduler {
         &self.pinning
     }
 
-    /// Stops taking external submissions and timers, runs until every queue
+    /// Shuts down the I/O reactor (pending and later I/O on this
+    /// scheduler's sockets fails with an error "scheduler shut down"),
+    /// stops taking external submissions and timers, runs until every queue
     /// is empty and every worker parked or until `deadline`, then stops and
     /// joins every worker thread and reports what was left.
     ///
@@ -384,6 +392,11 @@ impl Scheduler {
 
     fn shutdown(&mut self, deadline: Instant) -> QuiesceReport {
         let shared = Arc::clone(&self.handle.shared);
+        // First, while external submissions are still taken: the reactor
+        // wakes every future waiting for I/O, and their tasks (submitted
+        // from this thread) run in the drain below and see the error
+        // "scheduler shut down" instead of being dropped unrun.
+        shared.reactor.shutdown();
         // SeqCst: orders the refusal of external submissions before the
         // emptiness checks below (pairs with the Acquire in submit).
         shared.closed.store(true, Ordering::SeqCst);

@@ -1,0 +1,328 @@
+//! TCP on the scheduler's I/O reactor: [`TcpListener`] and [`TcpStream`],
+//! for futures running on the workers ([`Handle::spawn`]).
+//!
+//! Sockets are non-blocking and registered with the scheduler's reactor
+//! (its thread starts on the first registration). Streams implement
+//! [`futures_io::AsyncRead`] and [`futures_io::AsyncWrite`], so the
+//! adapters of `futures-util` (`AsyncReadExt::read_exact`,
+//! `AsyncWriteExt::write_all`, ...) work on them. Every failure is an
+//! [`io::Error`]; once the scheduler quiesces or is dropped, pending and
+//! later operations fail with an [`io::ErrorKind::Other`] error ("scheduler
+//! shut down").
+//!
+//! One reader and one writer at a time: each direction keeps one waker, so
+//! two tasks reading the same stream at once would take turns being
+//! forgotten (the same contract as tokio's `TcpStream::poll_read`).
+//!
+//! ```
+//! use futures_io::{AsyncRead, AsyncWrite};
+//! use proscenium_scheduler::net::{TcpListener, TcpStream};
+//! use proscenium_scheduler::Scheduler;
+//! use std::future::poll_fn;
+//! use std::pin::Pin;
+//!
+//! let scheduler = Scheduler::builder().workers(2).pin_workers(false).build()?;
+//! let handle = scheduler.handle().clone();
+//! let listener = TcpListener::bind(&handle, "127.0.0.1:0".parse()?)?;
+//! let addr = listener.local_addr()?;
+//!
+//! // A server that answers one byte with that byte plus one.
+//! let server = handle.spawn(async move {
+//!     let (mut stream, _peer) = listener.accept().await?;
+//!     let mut byte = [0u8; 1];
+//!     poll_fn(|cx| Pin::new(&mut stream).poll_read(cx, &mut byte)).await?;
+//!     byte[0] += 1;
+//!     poll_fn(|cx| Pin::new(&mut stream).poll_write(cx, &byte)).await?;
+//!     std::io::Result::Ok(())
+//! });
+//!
+//! let h = handle.clone();
+//! let client = handle.spawn(async move {
+//!     let mut stream = TcpStream::connect(&h, addr).await?;
+//!     poll_fn(|cx| Pin::new(&mut stream).poll_write(cx, &[41])).await?;
+//!     let mut byte = [0u8; 1];
+//!     poll_fn(|cx| Pin::new(&mut stream).poll_read(cx, &mut byte)).await?;
+//!     std::io::Result::Ok(byte[0])
+//! });
+//!
+//! assert_eq!(client.wait().expect("no panic")?, 42);
+//! server.wait().expect("no panic")?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use crate::reactor::{Direction, Reactor, Registration};
+use crate::scheduler::Handle;
+use futures_io::{AsyncRead, AsyncWrite};
+use mio::Interest;
+use std::fmt;
+use std::future::poll_fn;
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+/// A TCP socket listening for connections, registered with a scheduler's
+/// I/O reactor.
+pub struct TcpListener {
+    mio: mio::net::TcpListener,
+    registration: Registration,
+}
+
+impl TcpListener {
+    /// Binds to `addr` (port 0: any free port; see
+    /// [`local_addr`](Self::local_addr)) and registers with `handle`'s
+    /// reactor. Fails if the address cannot be bound or the scheduler shut
+    /// down.
+    pub fn bind(handle: &Handle, addr: SocketAddr) -> io::Result<TcpListener> {
+        let mio = mio::net::TcpListener::bind(addr)?;
+        TcpListener::register(&handle.shared.reactor, mio)
+    }
+
+    /// Takes over a bound, listening std listener (set non-blocking here).
+    pub fn from_std(handle: &Handle, listener: std::net::TcpListener) -> io::Result<TcpListener> {
+        listener.set_nonblocking(true)?;
+        TcpListener::register(
+            &handle.shared.reactor,
+            mio::net::TcpListener::from_std(listener),
+        )
+    }
+
+    fn register(reactor: &Reactor, mut mio: mio::net::TcpListener) -> io::Result<TcpListener> {
+        let registration = reactor.register(&mut mio, Interest::READABLE)?;
+        Ok(TcpListener { mio, registration })
+    }
+
+    /// Accepts a connection: the stream (registered with the same reactor)
+    /// and the peer's address.
+    pub async fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
+        poll_fn(|cx| self.poll_accept(cx)).await
+    }
+
+    /// Polls for a connection (see [`accept`](Self::accept)); when pending,
+    /// the waker of `cx` is woken on the next connection.
+    pub fn poll_accept(&self, cx: &mut Context<'_>) -> Poll<io::Result<(TcpStream, SocketAddr)>> {
+        let accepted = self
+            .registration
+            .poll_io(cx, Direction::Read, || self.mio.accept());
+        match accepted {
+            Poll::Ready(Ok((mio, peer))) => Poll::Ready(
+                TcpStream::register(self.registration.reactor(), mio).map(|s| (s, peer)),
+            ),
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    /// The address this listener is bound to.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.mio.local_addr()
+    }
+}
+
+impl fmt::Debug for TcpListener {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TcpListener")
+            .field("local_addr", &self.mio.local_addr().ok())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for TcpListener {
+    fn drop(&mut self) {
+        // Deregistered before the descriptor closes (when `mio` drops).
+        self.registration.deregister(&mut self.mio);
+    }
+}
+
+/// A TCP connection registered with a scheduler's I/O reactor; reads and
+/// writes through [`AsyncRead`] and [`AsyncWrite`] (also on `&TcpStream`,
+/// so one task can read while another writes).
+pub struct TcpStream {
+    mio: mio::net::TcpStream,
+    registration: Registration,
+}
+
+impl TcpStream {
+    /// Connects to `addr`. Fails with the connection's error (refused,
+    /// unreachable, ...) or if the scheduler shut down.
+    pub async fn connect(handle: &Handle, addr: SocketAddr) -> io::Result<TcpStream> {
+        let mio = mio::net::TcpStream::connect(addr)?;
+        let stream = TcpStream::register(&handle.shared.reactor, mio)?;
+        poll_fn(|cx| stream.poll_connected(cx)).await?;
+        Ok(stream)
+    }
+
+    /// Ready once the non-blocking connect has finished (mio's recipe:
+    /// writable, then no pending error, then a peer address).
+    fn poll_connected(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        loop {
+            let event = match self.registration.poll_ready(cx, Direction::Write) {
+                Poll::Ready(Ok(event)) => event,
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => return Poll::Pending,
+            };
+            if let Some(e) = self.mio.take_error()? {
+                return Poll::Ready(Err(e));
+            }
+            match self.mio.peer_addr() {
+                Ok(_) => return Poll::Ready(Ok(())),
+                Err(e) if e.kind() == io::ErrorKind::NotConnected => {
+                    self.registration.clear_readiness(event);
+                }
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
+    }
+
+    /// Takes over a connected std stream (set non-blocking here).
+    pub fn from_std(handle: &Handle, stream: std::net::TcpStream) -> io::Result<TcpStream> {
+        stream.set_nonblocking(true)?;
+        TcpStream::register(
+            &handle.shared.reactor,
+            mio::net::TcpStream::from_std(stream),
+        )
+    }
+
+    fn register(reactor: &Reactor, mut mio: mio::net::TcpStream) -> io::Result<TcpStream> {
+        let registration = reactor.register(&mut mio, Interest::READABLE | Interest::WRITABLE)?;
+        Ok(TcpStream { mio, registration })
+    }
+
+    /// Shuts down the read half, the write half or both (the peer reads
+    /// EOF once its buffered data is read, after a write shutdown).
+    pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        self.mio.shutdown(how)
+    }
+
+    /// Sets `TCP_NODELAY` (disables Nagle's algorithm).
+    pub fn set_nodelay(&self, nodelay: bool) -> io::Result<()> {
+        self.mio.set_nodelay(nodelay)
+    }
+
+    /// Whether `TCP_NODELAY` is set.
+    pub fn nodelay(&self) -> io::Result<bool> {
+        self.mio.nodelay()
+    }
+
+    /// The peer's address.
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        self.mio.peer_addr()
+    }
+
+    /// This end's address.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.mio.local_addr()
+    }
+
+    fn poll_read_inner(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
+        self.registration
+            .poll_io(cx, Direction::Read, || (&self.mio).read(buf))
+    }
+
+    fn poll_write_inner(&self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        self.registration
+            .poll_io(cx, Direction::Write, || (&self.mio).write(buf))
+    }
+
+    fn poll_write_vectored_inner(
+        &self,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        self.registration
+            .poll_io(cx, Direction::Write, || (&self.mio).write_vectored(bufs))
+    }
+}
+
+impl fmt::Debug for TcpStream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TcpStream")
+            .field("local_addr", &self.mio.local_addr().ok())
+            .field("peer_addr", &self.mio.peer_addr().ok())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for TcpStream {
+    fn drop(&mut self) {
+        // Deregistered before the descriptor closes (when `mio` drops).
+        self.registration.deregister(&mut self.mio);
+    }
+}
+
+impl AsyncRead for TcpStream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<io::Result<usize>> {
+        self.poll_read_inner(cx, buf)
+    }
+}
+
+impl AsyncRead for &TcpStream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<io::Result<usize>> {
+        self.poll_read_inner(cx, buf)
+    }
+}
+
+impl AsyncWrite for TcpStream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        self.poll_write_inner(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        self.poll_write_vectored_inner(cx, bufs)
+    }
+
+    /// Nothing to flush: writes go straight to the socket.
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    /// Shuts down the write half (the peer reads EOF); the read half stays
+    /// open.
+    fn poll_close(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(self.shutdown(Shutdown::Write))
+    }
+}
+
+impl AsyncWrite for &TcpStream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        self.poll_write_inner(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        self.poll_write_vectored_inner(cx, bufs)
+    }
+
+    /// Nothing to flush: writes go straight to the socket.
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    /// Shuts down the write half (see [`TcpStream::shutdown`]).
+    fn poll_close(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(self.shutdown(Shutdown::Write))
+    }
+}

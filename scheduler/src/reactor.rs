@@ -1,0 +1,558 @@
+//! The I/O reactor: a mio `Poll` driven by one reactor thread, started on
+//! the first registration (a scheduler that never does I/O pays nothing:
+//! no thread, no file descriptor).
+//!
+//! Each registered source gets a slot in a slab; its mio [`Token`] packs
+//! the slot's index and generation. The slot holds a [`ScheduledIo`]: the
+//! source's readiness bits (one atomic word, with a tick counter) and a
+//! read waker and a write waker (tokio's `ScheduledIo` is the model). The
+//! reactor thread turns each event into readiness bits and wakes the
+//! wakers; an I/O future polls [`Registration::poll_io`], which tries the
+//! operation while the readiness bit is set, clears it on `WouldBlock` and
+//! re-arms its waker (see [`ScheduledIo::poll_ready`] for why no edge is
+//! lost).
+//!
+//! Registering is a lock and a syscall on the caller's thread (no hop to
+//! the reactor thread). Deregistering removes the source from mio's
+//! registry *before* freeing its slot and bumps the slot's generation, so
+//! an event already read for a freed (or reused) slot carries an old
+//! generation and is ignored.
+//!
+//! [`Reactor::shutdown`] (called by the scheduler's quiesce and drop) stops
+//! the thread through a [`mio::Waker`], joins it, and marks every source
+//! shut down, waking its wakers: a pending I/O future then fails with an
+//! [`io::ErrorKind::Other`] error "scheduler shut down"; a registration
+//! afterwards fails the same way.
+
+use crate::sync::{lock, thread, Arc, AtomicBool, AtomicUsize, Mutex, Ordering};
+use mio::event::Source;
+use mio::{Events, Interest, Token};
+use std::fmt;
+use std::io;
+use std::task::{Context, Poll, Waker};
+
+/// Readiness bit: a read may make progress (or EOF / an error is pending).
+const READABLE: usize = 1;
+/// Readiness bit: a write may make progress (or an error is pending).
+const WRITABLE: usize = 1 << 1;
+/// The reactor shut down: every operation fails.
+const SHUTDOWN: usize = 1 << 2;
+/// The readiness bits of [`ScheduledIo::readiness`]; the rest is the tick.
+const READY_MASK: usize = READABLE | WRITABLE | SHUTDOWN;
+/// Shift of the tick (count of readiness updates, wrapping) in the word.
+const TICK_SHIFT: u32 = 8;
+/// Largest tick value.
+const TICK_MAX: usize = usize::MAX >> TICK_SHIFT;
+
+/// Bits of a token that hold the slot index.
+const INDEX_BITS: u32 = 24;
+/// Mask of the slot index in a token.
+const INDEX_MASK: usize = (1 << INDEX_BITS) - 1;
+/// Largest generation (wraps to 0).
+const GENERATION_MAX: usize = usize::MAX >> INDEX_BITS;
+/// Slots at most: one index is kept free so that no slot's token can equal
+/// [`WAKER_TOKEN`].
+const MAX_SOURCES: usize = INDEX_MASK;
+/// The token of the reactor's [`mio::Waker`].
+const WAKER_TOKEN: Token = Token(usize::MAX);
+/// Events read per `poll` call.
+const EVENTS_CAPACITY: usize = 1024;
+
+/// The error every I/O operation fails with once the scheduler shut down.
+pub(crate) fn shut_down_error() -> io::Error {
+    io::Error::other("scheduler shut down")
+}
+
+/// Which half of a source an operation waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Direction {
+    Read,
+    Write,
+}
+
+impl Direction {
+    fn mask(self) -> usize {
+        match self {
+            Direction::Read => READABLE,
+            Direction::Write => WRITABLE,
+        }
+    }
+}
+
+/// A readiness observed by [`ScheduledIo::poll_ready`]: what to clear if
+/// the operation then hits `WouldBlock`, and at which tick it was seen.
+#[derive(Debug, Clone, Copy)]
+#[must_use]
+pub(crate) struct ReadyEvent {
+    tick: usize,
+    ready: usize,
+}
+
+/// The wakers of one source's two directions.
+#[derive(Default)]
+struct Waiters {
+    reader: Option<Waker>,
+    writer: Option<Waker>,
+}
+
+/// One registered source's readiness and wakers.
+pub(crate) struct ScheduledIo {
+    /// `READABLE | WRITABLE | SHUTDOWN` plus a tick (bits `TICK_SHIFT..`)
+    /// that every readiness update increments. Set by the reactor thread
+    /// and by shutdown; cleared (only the direction bits, only if the tick
+    /// is unchanged) by the I/O future that hit `WouldBlock`.
+    readiness: AtomicUsize,
+    /// Locked by the future that registers its waker and by the reactor
+    /// thread that takes it: the lock is what orders "set bit, take waker"
+    /// against "store waker, re-check bit" (see `poll_ready`).
+    waiters: Mutex<Waiters>,
+}
+
+impl ScheduledIo {
+    fn new() -> ScheduledIo {
+        ScheduledIo {
+            readiness: AtomicUsize::new(0),
+            waiters: Mutex::new(Waiters::default()),
+        }
+    }
+
+    /// Adds `bits` to the readiness and bumps the tick.
+    fn set_readiness(&self, bits: usize) {
+        let mut current = self.readiness.load(Ordering::Acquire);
+        loop {
+            let tick = ((current >> TICK_SHIFT) + 1) & TICK_MAX;
+            let next = (tick << TICK_SHIFT) | (current & READY_MASK) | bits;
+            // AcqRel: the Release pairs with the Acquire loads in
+            // `poll_ready` and `clear_readiness`; the Acquire with the
+            // clearing compare-and-swap. (No lost wake-up rests on this
+            // ordering: see `poll_ready`.)
+            match self.readiness.compare_exchange_weak(
+                current,
+                next,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return,
+                Err(actual) => current = actual,
+            }
+        }
+    }
+
+    /// Moves the wakers interested in `bits` into `out`.
+    fn take_wakers(&self, bits: usize, out: &mut Vec<Waker>) {
+        let mut waiters = lock(&self.waiters);
+        if bits & (READABLE | SHUTDOWN) != 0 {
+            out.extend(waiters.reader.take());
+        }
+        if bits & (WRITABLE | SHUTDOWN) != 0 {
+            out.extend(waiters.writer.take());
+        }
+    }
+
+    /// What `readiness` says for `direction`, if anything.
+    fn check(current: usize, direction: Direction) -> Option<io::Result<ReadyEvent>> {
+        if current & SHUTDOWN != 0 {
+            return Some(Err(shut_down_error()));
+        }
+        let ready = current & direction.mask();
+        (ready != 0).then_some(Ok(ReadyEvent {
+            tick: current >> TICK_SHIFT,
+            ready,
+        }))
+    }
+
+    /// Ready when `direction` may make progress (or the reactor shut down:
+    /// then an error); otherwise stores the waker and is pending.
+    ///
+    /// No lost wake-up: the reactor thread sets the bit, then locks
+    /// `waiters` to take the waker; this stores the waker under that lock,
+    /// then loads the bits again. If the reactor's lock comes first, the
+    /// re-check sees the bit; if this lock comes first, the reactor finds
+    /// the waker.
+    pub(crate) fn poll_ready(
+        &self,
+        cx: &mut Context<'_>,
+        direction: Direction,
+    ) -> Poll<io::Result<ReadyEvent>> {
+        // Acquire: pairs with the AcqRel update in `set_readiness`.
+        if let Some(ready) = Self::check(self.readiness.load(Ordering::Acquire), direction) {
+            return Poll::Ready(ready);
+        }
+        let mut waiters = lock(&self.waiters);
+        let slot = match direction {
+            Direction::Read => &mut waiters.reader,
+            Direction::Write => &mut waiters.writer,
+        };
+        match slot {
+            Some(waker) if waker.will_wake(cx.waker()) => {}
+            _ => *slot = Some(cx.waker().clone()),
+        }
+        // Acquire: as above; under the lock (see the doc comment).
+        match Self::check(self.readiness.load(Ordering::Acquire), direction) {
+            Some(Err(e)) => {
+                // Shut down since the first check: the sweep may have run
+                // already, so take the waker back (a stored waker keeps its
+                // task, and the task this source, alive).
+                *slot = None;
+                Poll::Ready(Err(e))
+            }
+            Some(ready) => Poll::Ready(ready),
+            None => Poll::Pending,
+        }
+    }
+
+    /// Clears what `event` saw, unless an update came since (its tick
+    /// moved on): that update may be a new edge, which must not be lost.
+    pub(crate) fn clear_readiness(&self, event: ReadyEvent) {
+        // Acquire: pairs with the AcqRel update in `set_readiness`.
+        let mut current = self.readiness.load(Ordering::Acquire);
+        loop {
+            if current >> TICK_SHIFT != event.tick {
+                return;
+            }
+            let next = current & !event.ready;
+            // AcqRel: pairs with `set_readiness` (the tick check above is
+            // what keeps a newer edge).
+            match self.readiness.compare_exchange_weak(
+                current,
+                next,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return,
+                Err(actual) => current = actual,
+            }
+        }
+    }
+}
+
+/// What the reactor thread needs besides the slab, shared with every
+/// registration (which deregisters through `registry`).
+struct Driver {
+    /// A clone of the `Poll`'s registry (the `Poll` itself is the reactor
+    /// thread's).
+    registry: mio::Registry,
+    /// Wakes the reactor thread out of `poll` (for shutdown).
+    waker: mio::Waker,
+}
+
+enum Phase {
+    /// No source was ever registered: no thread, no descriptor.
+    NotStarted,
+    Running {
+        driver: Arc<Driver>,
+        thread: thread::JoinHandle<()>,
+    },
+    ShutDown,
+}
+
+struct Slot {
+    generation: usize,
+    io: Option<Arc<ScheduledIo>>,
+}
+
+struct State {
+    phase: Phase,
+    slab: Vec<Slot>,
+    /// Indices of free slots.
+    free: Vec<usize>,
+}
+
+struct ReactorInner {
+    /// Phase, slab and free list. Locked by registration, deregistration,
+    /// shutdown, and by the reactor thread once per batch of events.
+    state: Mutex<State>,
+    /// Set once, by `shutdown` (under `state`'s lock); read by the reactor
+    /// thread each time `poll` returns.
+    stop: AtomicBool,
+    thread_name: String,
+}
+
+/// The scheduler's reactor (a cheap handle; `Shared` holds one).
+#[derive(Clone)]
+pub(crate) struct Reactor {
+    inner: Arc<ReactorInner>,
+}
+
+impl fmt::Debug for Reactor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Reactor").finish_non_exhaustive()
+    }
+}
+
+impl Reactor {
+    pub(crate) fn new(thread_name: String) -> Reactor {
+        Reactor {
+            inner: Arc::new(ReactorInner {
+                state: Mutex::new(State {
+                    phase: Phase::NotStarted,
+                    slab: Vec::new(),
+                    free: Vec::new(),
+                }),
+                stop: AtomicBool::new(false),
+                thread_name,
+            }),
+        }
+    }
+
+    /// Registers `source` for `interest` (edge-triggered), starting the
+    /// reactor thread if this is the first registration.
+    pub(crate) fn register(
+        &self,
+        source: &mut impl Source,
+        interest: Interest,
+    ) -> io::Result<Registration> {
+        let (driver, token, io) = {
+            let mut state = lock(&self.inner.state);
+            let driver = match &state.phase {
+                Phase::Running { driver, .. } => Arc::clone(driver),
+                Phase::ShutDown => return Err(shut_down_error()),
+                Phase::NotStarted => self.start(&mut state)?,
+            };
+            let (token, io) = state.allocate()?;
+            (driver, token, io)
+        };
+        if let Err(e) = driver.registry.register(source, token, interest) {
+            self.inner.release(token);
+            return Err(e);
+        }
+        Ok(Registration {
+            reactor: self.clone(),
+            driver,
+            token,
+            io,
+        })
+    }
+
+    /// Creates the `Poll`, its waker and the reactor thread.
+    fn start(&self, state: &mut State) -> io::Result<Arc<Driver>> {
+        let poll = mio::Poll::new()?;
+        let driver = Arc::new(Driver {
+            registry: poll.registry().try_clone()?,
+            waker: mio::Waker::new(poll.registry(), WAKER_TOKEN)?,
+        });
+        let inner = Arc::clone(&self.inner);
+        let thread = thread::Builder::new()
+            .name(self.inner.thread_name.clone())
+            .spawn(move || run(&inner, poll))?;
+        state.phase = Phase::Running {
+            driver: Arc::clone(&driver),
+            thread,
+        };
+        Ok(driver)
+    }
+
+    /// Stops and joins the reactor thread, fails every registered source
+    /// (waking its wakers) and refuses later registrations. Idempotent.
+    pub(crate) fn shutdown(&self) {
+        let mut wakers = Vec::new();
+        let phase = {
+            let mut state = lock(&self.inner.state);
+            let phase = std::mem::replace(&mut state.phase, Phase::ShutDown);
+            // SeqCst: rare; read by the reactor thread after the wake below.
+            self.inner.stop.store(true, Ordering::SeqCst);
+            for io in state.slab.iter().filter_map(|slot| slot.io.as_ref()) {
+                io.set_readiness(SHUTDOWN);
+                io.take_wakers(SHUTDOWN, &mut wakers);
+            }
+            phase
+        };
+        if let Phase::Running { driver, thread } = phase {
+            if let Err(e) = driver.waker.wake() {
+                tracing::error!(error = %e, "could not wake the I/O reactor thread to stop it");
+            }
+            if thread.join().is_err() {
+                tracing::error!("the I/O reactor thread panicked");
+            }
+        }
+        for waker in wakers {
+            waker.wake();
+        }
+    }
+}
+
+impl State {
+    fn allocate(&mut self) -> io::Result<(Token, Arc<ScheduledIo>)> {
+        let io = Arc::new(ScheduledIo::new());
+        let index = match self.free.pop() {
+            Some(index) => index,
+            None if self.slab.len() < MAX_SOURCES => {
+                self.slab.push(Slot {
+                    generation: 0,
+                    io: None,
+                });
+                self.slab.len() - 1
+            }
+            None => {
+                return Err(io::Error::other(
+                    "too many sources registered with the reactor",
+                ))
+            }
+        };
+        let slot = &mut self.slab[index];
+        slot.io = Some(Arc::clone(&io));
+        Ok((Token(index | (slot.generation << INDEX_BITS)), io))
+    }
+}
+
+impl ReactorInner {
+    /// Frees `token`'s slot (if it is still that token's) for reuse under
+    /// the next generation.
+    fn release(&self, token: Token) {
+        let (index, generation) = split(token);
+        let mut state = lock(&self.state);
+        if let Some(slot) = state.slab.get_mut(index) {
+            if slot.generation == generation && slot.io.is_some() {
+                slot.io = None;
+                slot.generation = (generation + 1) & GENERATION_MAX;
+                state.free.push(index);
+            }
+        }
+    }
+
+    /// Marks every source as shut down and wakes its wakers (the reactor
+    /// thread failed).
+    fn fail_all(&self) {
+        let mut wakers = Vec::new();
+        {
+            let state = lock(&self.state);
+            for io in state.slab.iter().filter_map(|slot| slot.io.as_ref()) {
+                io.set_readiness(SHUTDOWN);
+                io.take_wakers(SHUTDOWN, &mut wakers);
+            }
+        }
+        for waker in wakers {
+            waker.wake();
+        }
+    }
+}
+
+fn split(token: Token) -> (usize, usize) {
+    (token.0 & INDEX_MASK, token.0 >> INDEX_BITS)
+}
+
+/// The reactor thread: poll, turn events into readiness, wake.
+fn run(inner: &ReactorInner, mut poll: mio::Poll) {
+    let mut events = Events::with_capacity(EVENTS_CAPACITY);
+    let mut wakers: Vec<Waker> = Vec::new();
+    loop {
+        if let Err(e) = poll.poll(&mut events, None) {
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            tracing::error!(error = %e, "the I/O reactor's poll failed; failing every source");
+            inner.fail_all();
+            return;
+        }
+        // SeqCst: pairs with the store in `Reactor::shutdown`.
+        if inner.stop.load(Ordering::SeqCst) {
+            return;
+        }
+        {
+            let state = lock(&inner.state);
+            for event in events.iter() {
+                if event.token() == WAKER_TOKEN {
+                    continue;
+                }
+                let (index, generation) = split(event.token());
+                let Some(slot) = state.slab.get(index) else {
+                    continue;
+                };
+                // An event for a freed or reused slot: its source was
+                // deregistered after `poll` read the event.
+                let (true, Some(io)) = (slot.generation == generation, &slot.io) else {
+                    continue;
+                };
+                let mut bits = 0;
+                if event.is_readable() || event.is_read_closed() || event.is_error() {
+                    bits |= READABLE;
+                }
+                if event.is_writable() || event.is_write_closed() || event.is_error() {
+                    bits |= WRITABLE;
+                }
+                if bits != 0 {
+                    io.set_readiness(bits);
+                    io.take_wakers(bits, &mut wakers);
+                }
+            }
+        }
+        // Outside the lock: a wake submits a task (and may unpark a worker).
+        for waker in wakers.drain(..) {
+            waker.wake();
+        }
+    }
+}
+
+/// One source's registration: its readiness, and its slot until
+/// [`deregister`](Registration::deregister).
+pub(crate) struct Registration {
+    reactor: Reactor,
+    driver: Arc<Driver>,
+    token: Token,
+    io: Arc<ScheduledIo>,
+}
+
+impl Registration {
+    /// The reactor this source is registered with (to register sources it
+    /// creates, such as accepted streams).
+    pub(crate) fn reactor(&self) -> &Reactor {
+        &self.reactor
+    }
+
+    /// Ready when `direction` may make progress (see
+    /// [`ScheduledIo::poll_ready`]).
+    pub(crate) fn poll_ready(
+        &self,
+        cx: &mut Context<'_>,
+        direction: Direction,
+    ) -> Poll<io::Result<ReadyEvent>> {
+        self.io.poll_ready(cx, direction)
+    }
+
+    /// Clears a readiness that turned out stale (`WouldBlock`).
+    pub(crate) fn clear_readiness(&self, event: ReadyEvent) {
+        self.io.clear_readiness(event);
+    }
+
+    /// Runs the non-blocking `op` while `direction` is ready; on
+    /// `WouldBlock` clears the readiness and waits for the next edge.
+    pub(crate) fn poll_io<R>(
+        &self,
+        cx: &mut Context<'_>,
+        direction: Direction,
+        mut op: impl FnMut() -> io::Result<R>,
+    ) -> Poll<io::Result<R>> {
+        loop {
+            let event = match self.io.poll_ready(cx, direction) {
+                Poll::Ready(Ok(event)) => event,
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => return Poll::Pending,
+            };
+            match op() {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    // Cleared only if no edge came since `event`; then
+                    // `poll_ready` stores the waker and re-checks.
+                    self.io.clear_readiness(event);
+                }
+                result => return Poll::Ready(result),
+            }
+        }
+    }
+
+    /// Removes `source` from mio's registry, then frees the slot (in that
+    /// order: a slot is reused only once no new event can name it).
+    pub(crate) fn deregister(&mut self, source: &mut impl Source) {
+        if let Err(e) = self.driver.registry.deregister(source) {
+            tracing::debug!(error = %e, "deregistering an I/O source failed");
+        }
+        self.reactor.inner.release(self.token);
+    }
+}
+
+impl fmt::Debug for Registration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Registration")
+            .field("token", &self.token)
+            .finish_non_exhaustive()
+    }
+}
