@@ -106,6 +106,7 @@ pub use crate::{
     timers::{Cancellable, TimerKey},
 };
 pub use proscenium_mailbox::{trim_node_cache, TrySendError};
+pub use proscenium_scheduler::net;
 pub use proscenium_shutdown::{
     AddTaskError, CancellableTask, ConfigError, CoordinatedShutdown, Phase, PhaseConfig, Reason,
     RunState, ShutdownConfig, ShutdownError, ShutdownRun, ShutdownState, TaskError, TaskFailure,
