@@ -556,3 +556,111 @@ impl fmt::Debug for Registration {
             .finish_non_exhaustive()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::task::Wake;
+
+    /// Counts its wakes.
+    struct CountingWaker(AtomicUsize);
+
+    impl Wake for CountingWaker {
+        fn wake(self: Arc<Self>) {
+            // Relaxed: a test counter, read after the wake on this thread.
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn counting_waker() -> (Arc<CountingWaker>, Waker) {
+        let counter = Arc::new(CountingWaker(AtomicUsize::new(0)));
+        (Arc::clone(&counter), Waker::from(counter))
+    }
+
+    fn ready(io: &ScheduledIo, waker: &Waker, direction: Direction) -> Option<ReadyEvent> {
+        match io.poll_ready(&mut Context::from_waker(waker), direction) {
+            Poll::Ready(Ok(event)) => Some(event),
+            Poll::Ready(Err(e)) => panic!("unexpected error {e}"),
+            Poll::Pending => None,
+        }
+    }
+
+    #[test]
+    fn a_pending_poll_is_woken_by_the_next_edge() {
+        let io = ScheduledIo::new();
+        let (count, waker) = counting_waker();
+        assert!(ready(&io, &waker, Direction::Read).is_none());
+        io.set_readiness(WRITABLE);
+        let mut wakers = Vec::new();
+        io.take_wakers(WRITABLE, &mut wakers);
+        assert!(wakers.is_empty(), "a write edge does not wake the reader");
+        io.set_readiness(READABLE);
+        io.take_wakers(READABLE, &mut wakers);
+        wakers.drain(..).for_each(Waker::wake);
+        assert_eq!(count.0.load(Ordering::Relaxed), 1);
+        assert!(ready(&io, &waker, Direction::Read).is_some());
+    }
+
+    #[test]
+    fn clearing_keeps_an_edge_that_came_after_the_observed_one() {
+        let io = ScheduledIo::new();
+        let (_count, waker) = counting_waker();
+        io.set_readiness(READABLE);
+        let seen = ready(&io, &waker, Direction::Read).expect("readable");
+        // A new edge between the read that hit WouldBlock and the clear.
+        io.set_readiness(READABLE);
+        io.clear_readiness(seen);
+        let again = ready(&io, &waker, Direction::Read).expect("still readable");
+        // With no edge in between, the clear takes effect.
+        io.clear_readiness(again);
+        assert!(ready(&io, &waker, Direction::Read).is_none());
+    }
+
+    #[test]
+    fn clearing_one_direction_leaves_the_other() {
+        let io = ScheduledIo::new();
+        let (_count, waker) = counting_waker();
+        io.set_readiness(READABLE | WRITABLE);
+        let read = ready(&io, &waker, Direction::Read).expect("readable");
+        io.clear_readiness(read);
+        assert!(ready(&io, &waker, Direction::Write).is_some());
+    }
+
+    #[test]
+    fn shutdown_fails_polls_and_takes_both_wakers() {
+        let io = ScheduledIo::new();
+        let (count, waker) = counting_waker();
+        assert!(ready(&io, &waker, Direction::Read).is_none());
+        assert!(ready(&io, &waker, Direction::Write).is_none());
+        io.set_readiness(SHUTDOWN);
+        let mut wakers = Vec::new();
+        io.take_wakers(SHUTDOWN, &mut wakers);
+        wakers.drain(..).for_each(Waker::wake);
+        assert_eq!(count.0.load(Ordering::Relaxed), 2);
+        let polled = io.poll_ready(&mut Context::from_waker(&waker), Direction::Read);
+        assert!(matches!(polled, Poll::Ready(Err(e)) if e.to_string() == "scheduler shut down"));
+    }
+
+    #[test]
+    fn a_reused_slot_gets_a_new_generation() {
+        let inner = ReactorInner {
+            state: Mutex::new(State {
+                phase: Phase::NotStarted,
+                slab: Vec::new(),
+                free: Vec::new(),
+            }),
+            stop: AtomicBool::new(false),
+            thread_name: "test".to_owned(),
+        };
+        let (first, _io) = lock(&inner.state).allocate().expect("a slot");
+        inner.release(first);
+        // Releasing a stale token again frees nothing.
+        inner.release(first);
+        let (second, _io) = lock(&inner.state).allocate().expect("a slot");
+        assert_eq!(split(first).0, split(second).0, "the slot is reused");
+        assert_ne!(first, second, "under a new generation");
+        assert_eq!(lock(&inner.state).free.len(), 0);
+        let (third, _io) = lock(&inner.state).allocate().expect("a slot");
+        assert_ne!(split(third).0, split(second).0);
+    }
+}
