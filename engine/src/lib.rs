@@ -76,6 +76,7 @@ mod event_stream;
 mod events;
 mod failure;
 mod guardian;
+mod pipe;
 mod promise;
 mod routing;
 mod signal;
@@ -99,6 +100,7 @@ pub use crate::{
     event_stream::{EventStream, Subscription},
     events::{LifecycleEvent, LifecycleKind, SupervisionEvent, UnhandledMessage},
     failure::{ActorError, DeathPact, Failure, Killed, Outcome},
+    pipe::PipeHandle,
     routing::{Broadcast, Group, Pool, Resizer, Router, RouterMsg, RouterRef},
     stash::StashOverflowError,
     supervision::{default_decider, Directive, StrategyKind, SupervisorStrategy},
@@ -106,6 +108,9 @@ pub use crate::{
     timers::{Cancellable, TimerKey},
 };
 pub use proscenium_mailbox::{trim_node_cache, TrySendError};
+/// The scheduler's handle and task types, as [`ActorSystem::scheduler_handle`]
+/// and [`ActorSystem::spawn_task`] return them.
+pub use proscenium_scheduler::{Handle, JoinError, JoinHandle};
 pub use proscenium_shutdown::{
     AddTaskError, CancellableTask, ConfigError, CoordinatedShutdown, Phase, PhaseConfig, Reason,
     RunState, ShutdownConfig, ShutdownError, ShutdownRun, ShutdownState, TaskError, TaskFailure,
@@ -119,4 +124,6 @@ pub mod prelude {
         CoordinatedShutdownExt, DeadLetter, Directive, Failure, Outcome, Props, Reply,
         StashOverflowError, SupervisorStrategy, TimerKey,
     };
+    // Waiting without blocking (issue 14).
+    pub use crate::{JoinError, JoinHandle, PipeHandle};
 }
