@@ -62,6 +62,7 @@
 
 mod actor;
 mod actor_ref;
+mod adapt;
 mod ask;
 mod backoff;
 mod cell;
@@ -76,6 +77,7 @@ mod event_stream;
 mod events;
 mod failure;
 mod guardian;
+mod lookup;
 mod pipe;
 mod promise;
 mod routing;
