@@ -9,7 +9,8 @@
 //! node, one swap and one run-state check, with no dynamic dispatch. The
 //! price is on the adapted path only: one extra hop (the message is
 //! handled by the adapter, then told again; about twice the work of a
-//! tell, see BENCHMARKS.md), and one small actor per adapter.
+//! tell: 0.63x the straight tell rate from one thread, BENCHMARKS.md
+//! "Narrowed references"), and one small actor per adapter.
 //!
 //! Lifetime: an adapter made with [`Context::message_adapter`] is a child
 //! of the actor that made it, so it stops with it (and with its restart,
