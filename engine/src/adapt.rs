@@ -85,8 +85,10 @@ impl<M: Send + 'static> ActorRef<M> {
     /// It is the reference of a forwarding actor under `/system` that
     /// watches this actor and stops when it terminates; each call makes a
     /// new one (make it once and clone it). A message through it costs one
-    /// extra hop; references that are not adapted pay nothing. Fails once
-    /// the system has terminated.
+    /// extra hop; references that are not adapted pay nothing. Per sender,
+    /// messages through one adapter keep their order, but not relative to
+    /// messages sent to the target directly or through another adapter.
+    /// Fails once the system has terminated.
     ///
     /// ```
     /// use proscenium::prelude::*;
@@ -111,6 +113,11 @@ impl<M: Send + 'static> ActorRef<M> {
     /// let adder: ActorRef<u64> = counter.adapt(Cmd::Add)?;
     /// adder.tell(2);
     /// adder.tell(3);
+    /// // The adds take one more hop than a direct message: a message sent
+    /// // straight to the counter now could overtake them. Once the adapter
+    /// // has stopped (after what was queued before the PoisonPill), they
+    /// // have been passed on.
+    /// assert!(adder.graceful_stop(Duration::from_secs(1)).wait());
     /// assert_eq!(counter.ask(Cmd::Get, Duration::from_secs(1)).wait(), Ok(5));
     /// # system.terminate().wait();
     /// # Ok::<(), Box<dyn std::error::Error>>(())
