@@ -55,6 +55,84 @@
 //! system.terminate().wait();
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! # Waiting without blocking
+//!
+//! A handler runs on one of a few worker threads, and every other actor
+//! waits while it runs: it must never block. Every blocking wait the engine
+//! offers ([`Ask::wait`], [`GracefulStop::wait`], [`Termination::wait`],
+//! [`JoinHandle::wait`]) therefore panics when called on a worker (see
+//! `proscenium_scheduler::assert_not_on_worker`): inside a handler, the
+//! panic fails the actor, which beats a deadlock. Do not block on anything
+//! else either (a `std::sync::mpsc::Receiver::recv`, a mutex held by a slow
+//! thread, blocking I/O, `std::thread::sleep`). Instead:
+//!
+//! - **An answer from another actor**: [`Context::ask_pipe`] sends the
+//!   request and delivers the answer (or the timeout) to this actor as a
+//!   message. No task is spawned for it.
+//! - **Any future** (a client call, a computation on another executor):
+//!   [`Context::pipe_to_self`] runs it on the system's workers and delivers
+//!   its output as a message; [`PipeHandle::cancel`] cancels it. With the
+//!   `tokio` feature, `Context::pipe_to_self_on` runs it on a tokio runtime
+//!   (for tokio's I/O and timers).
+//! - **Work that awaits several things in turn**: [`ActorSystem::spawn_task`]
+//!   runs an `async` block on the workers (`.await` asks, graceful stops,
+//!   timers there), and its [`JoinHandle`] is itself a future, or tell the
+//!   result to an actor at the end of the block.
+//! - **Later, not now**: timers ([`Context::start_single_timer`],
+//!   [`ActorRef::tell_after`]) instead of sleeping.
+//! - **Blocking code you cannot change**: give it a thread of its own
+//!   (`std::thread::spawn`), and have the thread tell the actor its result.
+//!
+//! ```
+//! use proscenium::prelude::*;
+//! use std::sync::mpsc;
+//! use std::time::Duration;
+//!
+//! struct Store;
+//! impl Actor for Store {
+//!     type Msg = Reply<u32>;
+//!     fn receive(&mut self, _: &mut Context<Self>, reply: Reply<u32>) -> Outcome {
+//!         reply.send(7);
+//!         Ok(())
+//!     }
+//! }
+//!
+//! enum Msg { Load, Loaded(Result<u32, AskError>), Computed(u32) }
+//! struct Front { store: ActorRef<Reply<u32>>, out: mpsc::Sender<u32> }
+//! impl Actor for Front {
+//!     type Msg = Msg;
+//!     fn receive(&mut self, ctx: &mut Context<Self>, msg: Msg) -> Outcome {
+//!         match msg {
+//!             // Not `self.store.ask(..).wait()`: that panics on a worker.
+//!             Msg::Load => ctx.ask_pipe(&self.store, |r| r, Duration::from_secs(1), Msg::Loaded),
+//!             Msg::Loaded(n) => {
+//!                 let n = n?;
+//!                 let _handle = ctx.pipe_to_self(async move { n * 6 }, Msg::Computed);
+//!             }
+//!             Msg::Computed(n) => { let _ = self.out.send(n); }
+//!         }
+//!         Ok(())
+//!     }
+//! }
+//!
+//! let system = ActorSystem::builder().workers(2).pin_workers(false).build()?;
+//! let store = system.spawn(Props::new(|| Store), "store")?;
+//! let (tx, rx) = mpsc::channel();
+//! let front = system.spawn(
+//!     Props::new(move || Front { store: store.clone(), out: tx.clone() }),
+//!     "front",
+//! )?;
+//! front.tell(Msg::Load);
+//! assert_eq!(rx.recv()?, 42);
+//! system.terminate().wait();
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Narrowed references ([`ActorRef::adapt`], [`Context::message_adapter`])
+//! let an actor hand out an `ActorRef` of another protocol, such as the
+//! reply-to type another actor expects; [`ActorSystem::lookup`] finds a
+//! live actor by its path.
 #![deny(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
@@ -62,6 +140,7 @@
 
 mod actor;
 mod actor_ref;
+mod adapt;
 mod ask;
 mod backoff;
 mod cell;
@@ -76,6 +155,8 @@ mod event_stream;
 mod events;
 mod failure;
 mod guardian;
+mod lookup;
+mod pipe;
 mod promise;
 mod routing;
 mod signal;
@@ -99,6 +180,7 @@ pub use crate::{
     event_stream::{EventStream, Subscription},
     events::{LifecycleEvent, LifecycleKind, SupervisionEvent, UnhandledMessage},
     failure::{ActorError, DeathPact, Failure, Killed, Outcome},
+    pipe::PipeHandle,
     routing::{Broadcast, Group, Pool, Resizer, Router, RouterMsg, RouterRef},
     stash::StashOverflowError,
     supervision::{default_decider, Directive, StrategyKind, SupervisorStrategy},
@@ -107,6 +189,9 @@ pub use crate::{
 };
 pub use proscenium_mailbox::{trim_node_cache, TrySendError};
 pub use proscenium_scheduler::net;
+/// The scheduler's handle and task types, as [`ActorSystem::scheduler_handle`]
+/// and [`ActorSystem::spawn_task`] return them.
+pub use proscenium_scheduler::{Handle, JoinError, JoinHandle};
 pub use proscenium_shutdown::{
     AddTaskError, CancellableTask, ConfigError, CoordinatedShutdown, Phase, PhaseConfig, Reason,
     RunState, ShutdownConfig, ShutdownError, ShutdownRun, ShutdownState, TaskError, TaskFailure,
@@ -120,4 +205,6 @@ pub mod prelude {
         CoordinatedShutdownExt, DeadLetter, Directive, Failure, Outcome, Props, Reply,
         StashOverflowError, SupervisorStrategy, TimerKey,
     };
+    // Waiting without blocking (issue 14).
+    pub use crate::{JoinError, JoinHandle, PipeHandle};
 }

@@ -9,7 +9,7 @@ use std::sync::{mpsc, Arc, Mutex, MutexGuard};
 use std::task::{Context as TaskContext, Poll};
 use std::time::{Duration, Instant};
 
-use proscenium_scheduler::{Handle, QuiesceReport, Scheduler};
+use proscenium_scheduler::{Handle, JoinHandle, QuiesceReport, Scheduler};
 use proscenium_shutdown::{CoordinatedShutdown, Reason, ShutdownConfig, SignalRegistration};
 
 use crate::actor::{Actor, Props};
@@ -130,6 +130,8 @@ pub(crate) struct SystemInner {
     live_cells: AtomicUsize,
     /// Panics that escaped an actor's run (see `run_panicked`).
     run_panics: AtomicU64,
+    /// Panics in piped futures and their mappings (see `pipe_panicked`).
+    pipe_panics: AtomicU64,
     reaping: AtomicBool,
     /// Set by the first `terminate` call.
     terminate_called: AtomicBool,
@@ -318,6 +320,7 @@ impl SystemBuilder {
             events: EventStream::new(),
             live_cells: AtomicUsize::new(0),
             run_panics: AtomicU64::new(0),
+            pipe_panics: AtomicU64::new(0),
             reaping: AtomicBool::new(false),
             terminate_called: AtomicBool::new(false),
             reaper: Mutex::new(None),
@@ -589,6 +592,54 @@ impl ActorSystem {
         &self.inner().handle
     }
 
+    /// Runs `future` as a task on the system's workers and returns the
+    /// handle of its output (a future itself, or `wait()` from a plain
+    /// thread). Dropping the handle detaches the task. Once the system has
+    /// terminated, the task is dropped and the handle resolves to
+    /// [`JoinError::Cancelled`](crate::JoinError::Cancelled); a panic in
+    /// the future is caught and resolves it to
+    /// [`JoinError::Panicked`](crate::JoinError::Panicked).
+    ///
+    /// The task must not block its worker (see the crate docs, "Waiting
+    /// without blocking"): `.await` there, never `wait()`.
+    ///
+    /// ```
+    /// use proscenium::prelude::*;
+    /// use std::time::Duration;
+    ///
+    /// # struct Echo;
+    /// # impl Actor for Echo {
+    /// #     type Msg = (u32, Reply<u32>);
+    /// #     fn receive(&mut self, _: &mut Context<Self>, (n, r): Self::Msg) -> Outcome { r.send(n); Ok(()) }
+    /// # }
+    /// let system = ActorSystem::builder().workers(1).pin_workers(false).build()?;
+    /// let echo = system.spawn(Props::new(|| Echo), "echo")?;
+    /// let sum: JoinHandle<u32> = system.spawn_task(async move {
+    ///     let a = echo.ask(|r| (1, r), Duration::from_secs(1)).await.unwrap_or(0);
+    ///     let b = echo.ask(|r| (2, r), Duration::from_secs(1)).await.unwrap_or(0);
+    ///     a + b
+    /// });
+    /// assert_eq!(sum.wait(), Ok(3));
+    /// # system.terminate().wait();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn spawn_task<F>(&self, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.inner().handle.spawn(future)
+    }
+
+    /// Panics in piped futures and in their mapping closures so far
+    /// ([`Context::pipe_to_self`](crate::Context::pipe_to_self),
+    /// [`Context::ask_pipe`](crate::Context::ask_pipe)): each was logged,
+    /// and its message was not delivered.
+    pub fn pipe_panics(&self) -> u64 {
+        // Relaxed: a statistic, read after a synchronising event.
+        self.inner().pipe_panics.load(Ordering::Relaxed)
+    }
+
     // ---- crate-internal ---------------------------------------------------
 
     pub(crate) fn next_uid(&self) -> u64 {
@@ -599,6 +650,12 @@ impl ActorSystem {
     pub(crate) fn cell_created(&self) {
         // Relaxed: a statistic.
         self.inner().live_cells.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A piped future or its mapping panicked (`pipe` caught it).
+    pub(crate) fn pipe_panicked(&self) {
+        // Relaxed: a statistic.
+        self.inner().pipe_panics.fetch_add(1, Ordering::Relaxed);
     }
 
     /// A panic escaped an actor's run (`Cell::run` caught it).
