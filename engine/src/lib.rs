@@ -82,6 +82,9 @@ mod signal;
 mod stash;
 mod supervision;
 mod system;
+mod terminated;
+#[cfg(feature = "testkit")]
+pub mod testkit;
 mod timers;
 
 pub use crate::{
@@ -103,6 +106,7 @@ pub use crate::{
     stash::StashOverflowError,
     supervision::{default_decider, Directive, StrategyKind, SupervisorStrategy},
     system::{ActorSystem, SystemBuilder, Termination, TerminationReport},
+    terminated::ActorTermination,
     timers::{Cancellable, TimerKey},
 };
 pub use proscenium_mailbox::{trim_node_cache, TrySendError};

@@ -383,7 +383,7 @@ impl ActorSystem {
 
     /// This handle if it is internal, else an internal one: for references
     /// the engine keeps.
-    fn internal(&self) -> ActorSystem {
+    pub(crate) fn internal(&self) -> ActorSystem {
         if self.group.user {
             ActorSystem::from_inner(Arc::clone(self.inner()))
         } else {
