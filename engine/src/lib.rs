@@ -123,4 +123,21 @@ pub mod prelude {
         CoordinatedShutdownExt, DeadLetter, Directive, Failure, Outcome, Props, Reply,
         StashOverflowError, SupervisorStrategy, TimerKey,
     };
+
+    // By feature, what a user of it names in ordinary code (the rest,
+    // such as error and report types, is named through `proscenium::`).
+    //
+    // Stopping, waiting for an end, death watch.
+    pub use crate::{ActorTermination, StopSignal};
+    // Supervision: a decider that falls back to the default; the events a
+    // monitor subscribes to, and the subscription to cancel.
+    pub use crate::{
+        default_decider, LifecycleEvent, LifecycleKind, Subscription, SupervisionEvent,
+    };
+    // Coordinated shutdown: its configuration, phases and run reasons.
+    pub use crate::{Phase, PhaseConfig, Reason, ShutdownConfig};
+    // Routers.
+    pub use crate::{Broadcast, Group, Pool, Resizer, RouterMsg, RouterRef};
+    // The BackoffSupervisor.
+    pub use crate::{BackoffMsg, BackoffOptions, BackoffSupervisor};
 }

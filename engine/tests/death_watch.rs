@@ -399,7 +399,7 @@ fn when_terminated_is_a_future_and_resolves_for_the_dead_at_once() {
 
     let on_ours = {
         let ended = alive.when_terminated();
-        system.scheduler_handle().spawn(async move { ended.await })
+        system.scheduler_handle().spawn(ended)
     };
     let tokio = tokio::runtime::Builder::new_current_thread()
         .build()

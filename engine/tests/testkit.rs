@@ -50,16 +50,22 @@ fn failures_say_what_was_expected_and_what_came() {
     let to = probe.actor_ref();
     let short = Duration::from_millis(20);
 
-    let text = panic_text(|| drop(probe.expect_msg(short)));
+    let text = panic_text(|| {
+        let _ = probe.expect_msg(short);
+    });
     assert!(text.contains("expected a message"), "{text}");
     assert!(text.contains("nothing came"), "{text}");
 
     to.tell(Msg::Ping(3));
-    let text = panic_text(|| drop(probe.expect_msg_eq(Msg::Pong, PATIENCE)));
+    let text = panic_text(|| {
+        let _ = probe.expect_msg_eq(Msg::Pong, PATIENCE);
+    });
     assert!(text.contains("expected Pong, got Ping(3)"), "{text}");
 
     to.tell(Msg::Ping(4));
-    let text = panic_text(|| drop(probe.expect_msg_matching(|m| *m == Msg::Pong, PATIENCE)));
+    let text = panic_text(|| {
+        let _ = probe.expect_msg_matching(|m| *m == Msg::Pong, PATIENCE);
+    });
     assert!(text.contains("got Ping(4)"), "{text}");
 
     to.tell(Msg::Pong);
@@ -79,7 +85,9 @@ fn failures_say_what_was_expected_and_what_came() {
     let text = panic_text(|| probe.expect_terminated(&other_id, PATIENCE));
     assert!(text.contains("got a message"), "{text}");
     drop(other); // stops its actor
-    let text = panic_text(|| drop(probe.expect_msg(PATIENCE)));
+    let text = panic_text(|| {
+        let _ = probe.expect_msg(PATIENCE);
+    });
     assert!(
         text.contains("got the termination of /system/testProbe-"),
         "{text}"

@@ -3,7 +3,7 @@
 
 use std::any::{Any, TypeId};
 use std::fmt;
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::{Duration, Instant};
 
 use crate::actor_ref::ActorId;
@@ -118,11 +118,8 @@ impl EventProbe {
 
     fn next(&self, deadline: Instant) -> Option<Recorded> {
         let left = deadline.saturating_duration_since(Instant::now());
-        match self.rx.recv_timeout(left) {
-            Ok(r) => Some(r),
-            // The probe holds a sender itself: never disconnected.
-            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => None,
-        }
+        // A timeout, or (never: the probe holds a sender itself) no sender left.
+        self.rx.recv_timeout(left).ok()
     }
 
     /// The next recorded event, which must come within `timeout` and be a

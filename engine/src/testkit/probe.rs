@@ -3,7 +3,7 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::{Duration, Instant};
 
 use crate::actor::{Actor, Props};
@@ -115,11 +115,8 @@ impl<M: Send + 'static> TestProbe<M> {
 
     fn next(&self, deadline: Instant) -> Option<Item<M>> {
         let left = deadline.saturating_duration_since(Instant::now());
-        match self.rx.recv_timeout(left) {
-            Ok(item) => Some(item),
-            // The probe holds a sender itself: never disconnected.
-            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => None,
-        }
+        // A timeout, or (never: the probe holds a sender itself) no sender left.
+        self.rx.recv_timeout(left).ok()
     }
 
     /// The next message, which must come within `timeout`.
