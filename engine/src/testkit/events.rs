@@ -44,7 +44,6 @@ impl ObservedDeadLetter {
 /// subscriptions.
 ///
 /// ```
-/// use proscenium::prelude::*;
 /// use proscenium::testkit::{EventProbe, TestSystem};
 /// use std::time::Duration;
 ///

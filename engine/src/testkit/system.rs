@@ -28,7 +28,6 @@ use super::PATIENCE;
 ///
 /// ```
 /// use proscenium::testkit::TestSystem;
-/// use std::time::Duration;
 ///
 /// let system = TestSystem::new();
 /// assert_eq!(system.live_cells(), 3); // the guardians
