@@ -18,7 +18,6 @@ use std::io::Write;
 use std::time::Duration;
 
 use proscenium::prelude::*;
-use proscenium::{Phase, ShutdownConfig};
 
 const CONFIG: &str = r#"
 [coordinated-shutdown]

@@ -92,10 +92,12 @@ impl<R> Ask<R> {
     /// On a scheduler worker thread, that is inside an actor's handler or
     /// a task: blocking there holds the worker the answer may need, and can
     /// deadlock. `.await` the `Ask` in a task instead, or let the answer
-    /// come to the actor as a message.
+    /// come to the actor as a message. Also after
+    /// [`try_take`](Self::try_take) has taken the answer.
     #[track_caller]
     pub fn wait(mut self) -> Result<R, AskError> {
         proscenium_scheduler::assert_not_on_worker("Ask::wait");
+        assert!(!self.taken, "Ask::wait after try_take took the answer");
         self.taken = true;
         if let Some(answer) = self.slot.wait_take_until(self.deadline) {
             return answer;
@@ -104,6 +106,51 @@ impl<R> Ask<R> {
         // unless the answer came in just now.
         let _ = self.slot.complete(Err(AskError::Timeout(self.timeout)));
         self.slot.wait_take()
+    }
+
+    /// Whether the outcome is in (an answer, a timeout or
+    /// [`AskError::NoReply`]) and not yet taken: then
+    /// [`try_take`](Self::try_take) returns it and `wait` does not block.
+    /// Never blocks, also on a worker thread.
+    pub fn is_ready(&self) -> bool {
+        !self.taken && self.slot.has_value()
+    }
+
+    /// Takes the outcome if it is in, without blocking (on any thread,
+    /// workers included): `Some` once, then `None` for ever, as for an
+    /// outcome not in yet. Once it has returned `Some`, the `Ask` is spent:
+    /// polling it again or calling [`wait`](Self::wait) panics, as polling
+    /// a completed future may.
+    ///
+    /// ```
+    /// # use proscenium::prelude::*;
+    /// # use std::time::Duration;
+    /// # struct Echo;
+    /// # impl Actor for Echo {
+    /// #     type Msg = (u32, Reply<u32>);
+    /// #     fn receive(&mut self, _: &mut Context<Self>, (n, r): Self::Msg) -> Outcome { r.send(n); Ok(()) }
+    /// # }
+    /// # let system = ActorSystem::builder().workers(1).pin_workers(false).build()?;
+    /// let echo = system.spawn(Props::new(|| Echo), "echo")?;
+    /// let mut ask = echo.ask(|reply| (7, reply), Duration::from_secs(5));
+    /// let answer = loop {
+    ///     if let Some(answer) = ask.try_take() {
+    ///         break answer;
+    ///     }
+    ///     std::thread::yield_now(); // or other work
+    /// };
+    /// assert_eq!(answer, Ok(7));
+    /// assert!(!ask.is_ready() && ask.try_take().is_none());
+    /// # system.terminate().wait();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_take(&mut self) -> Option<Result<R, AskError>> {
+        if self.taken {
+            return None;
+        }
+        let answer = self.slot.try_take()?;
+        self.taken = true;
+        Some(answer)
     }
 }
 

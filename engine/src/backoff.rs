@@ -95,7 +95,6 @@ type FinalStop<M> = Arc<dyn Fn(&M) -> bool + Send + Sync>;
 ///
 /// ```
 /// use proscenium::prelude::*;
-/// use proscenium::{BackoffMsg, BackoffOptions};
 /// use std::time::Duration;
 ///
 /// struct Echo;
@@ -417,7 +416,6 @@ impl<A: Actor> BackoffSupervisor<A> {
     /// ```
     /// # #![allow(dead_code)]
     /// use proscenium::prelude::*;
-    /// use proscenium::BackoffSupervisor;
     ///
     /// struct Connection;
     /// impl Actor for Connection {

@@ -18,7 +18,6 @@ use crate::system::{ActorSystem, SystemInner};
 ///
 /// ```
 /// use proscenium::prelude::*;
-/// use proscenium::{Phase, Reason, ShutdownConfig};
 ///
 /// struct Flusher;
 /// enum FlusherMsg { FlushAndStop }
@@ -123,11 +122,32 @@ pub(crate) fn install(
         return None;
     }
     match cs.register_signals() {
-        Ok(registration) => Some(registration),
+        Ok(registration) => {
+            announce_shared_signals(system, registration.others());
+            Some(registration)
+        }
         Err(e) => {
             tracing::warn!(error = %e, "run-by-signals is on but signals cannot be handled");
             None
         }
+    }
+}
+
+/// Says so when this system is not the only one registered for SIGTERM and
+/// SIGINT in the process: a signal runs the coordinated shutdown of every
+/// registered system (shutdown/src/signals.rs `dispatch`), not only the
+/// first's, and a second system built with the default config (a test, a
+/// tool inside a server) would otherwise take the signals silently.
+fn announce_shared_signals(system: &ActorSystem, others: usize) {
+    if others > 0 {
+        tracing::info!(
+            system = %system.name(),
+            others,
+            "SIGTERM/SIGINT will run the coordinated shutdown of this system and of every \
+             other system registered in this process ({others} more): each signal goes to \
+             all of them; build with `ShutdownConfig::run_by_signals(false)` (as tests \
+             should, or use the testkit's TestSystem) to keep a system out"
+        );
     }
 }
 

@@ -32,7 +32,6 @@ pub enum LifecycleKind {
 ///
 /// ```
 /// use proscenium::prelude::*;
-/// use proscenium::{LifecycleEvent, LifecycleKind};
 /// use std::sync::mpsc;
 ///
 /// struct Idle;

@@ -133,6 +133,43 @@
 //! let an actor hand out an `ActorRef` of another protocol, such as the
 //! reply-to type another actor expects; [`ActorSystem::lookup`] finds a
 //! live actor by its path.
+//!
+//! # Testing
+//!
+//! The cargo feature `testkit` adds `proscenium::testkit`: a `TestSystem`
+//! (2 unpinned workers, no signal handlers, the dead-letter log off; when
+//! dropped it terminates the system and asserts that nothing was left), a
+//! `TestProbe` to hand out as an [`ActorRef`] and assert on what it
+//! receives and which actors it saw terminate, and an `EventProbe` for dead
+//! letters and other events. Turn it on for tests only:
+//! `[dev-dependencies] proscenium = { version = "0.1", features = ["testkit"] }`.
+//!
+//! ```
+//! # #[cfg(feature = "testkit")] {
+//! use proscenium::prelude::*;
+//! use proscenium::testkit::{TestProbe, TestSystem};
+//! use std::time::Duration;
+//!
+//! struct Doubler;
+//! impl Actor for Doubler {
+//!     type Msg = (u32, ActorRef<u32>);
+//!     fn receive(&mut self, _ctx: &mut Context<Self>, (n, to): Self::Msg) -> Outcome {
+//!         to.tell(2 * n);
+//!         Ok(())
+//!     }
+//! }
+//!
+//! let system = TestSystem::new();
+//! let probe = TestProbe::<u32>::new(&system);
+//! let doubler = system.spawn(Props::new(|| Doubler), "doubler").expect("spawn");
+//! doubler.tell((21, probe.actor_ref()));
+//! assert_eq!(probe.expect_msg(Duration::from_secs(5)), 42);
+//! probe.watch(&doubler.id());
+//! doubler.stop();
+//! probe.expect_terminated(&doubler.id(), Duration::from_secs(5));
+//! // Dropping `system` terminates it and asserts a clean termination.
+//! # }
+//! ```
 #![deny(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
@@ -163,6 +200,9 @@ mod signal;
 mod stash;
 mod supervision;
 mod system;
+mod terminated;
+#[cfg(feature = "testkit")]
+pub mod testkit;
 mod timers;
 
 pub use crate::{
@@ -185,6 +225,7 @@ pub use crate::{
     stash::StashOverflowError,
     supervision::{default_decider, Directive, StrategyKind, SupervisorStrategy},
     system::{ActorSystem, SystemBuilder, Termination, TerminationReport},
+    terminated::ActorTermination,
     timers::{Cancellable, TimerKey},
 };
 pub use proscenium_mailbox::{trim_node_cache, TrySendError};
@@ -207,4 +248,47 @@ pub mod prelude {
     };
     // Waiting without blocking (issue 14).
     pub use crate::{JoinError, JoinHandle, PipeHandle};
+
+    // By feature, what a user of it names in ordinary code (the rest,
+    // such as error and report types, is named through `proscenium::`).
+    //
+    // Stopping, waiting for an end, death watch.
+    pub use crate::{ActorTermination, StopSignal};
+    // Supervision: a decider that falls back to the default; the events a
+    // monitor subscribes to, and the subscription to cancel.
+    pub use crate::{
+        default_decider, LifecycleEvent, LifecycleKind, Subscription, SupervisionEvent,
+    };
+    // Coordinated shutdown: its configuration, phases and run reasons.
+    pub use crate::{Phase, PhaseConfig, Reason, ShutdownConfig};
+    // Routers.
+    pub use crate::{Broadcast, Group, Pool, Resizer, RouterMsg, RouterRef};
+    // The BackoffSupervisor.
+    pub use crate::{BackoffMsg, BackoffOptions, BackoffSupervisor};
+}
+
+/// The README's code blocks, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;
+
+#[cfg(test)]
+mod readme {
+    /// The README's first example and `examples/readme.rs` are the same code.
+    #[test]
+    fn the_readme_example_is_examples_readme_rs() {
+        let readme = include_str!("../../README.md");
+        let example = include_str!("../examples/readme.rs");
+        let block = readme
+            .split("## An actor in twenty lines\n\n```rust\n")
+            .nth(1)
+            .and_then(|rest| rest.split("```").next())
+            .expect("the README has the section");
+        let code: String = example
+            .lines()
+            .skip_while(|l| l.starts_with("//!") || l.is_empty())
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert_eq!(block, code);
+    }
 }

@@ -115,6 +115,17 @@ impl<T> Slot<T> {
         }
     }
 
+    /// Takes the value if it is there, without waiting (`None`: not yet
+    /// completed, or already taken).
+    pub(crate) fn try_take(&self) -> Option<T> {
+        self.lock().value.take()
+    }
+
+    /// Whether a value is waiting to be taken (completed and not taken).
+    pub(crate) fn has_value(&self) -> bool {
+        self.lock().value.is_some()
+    }
+
     /// Blocks this thread until the value is set, and takes it.
     pub(crate) fn wait_take(&self) -> T {
         self.wait_take_until(None)

@@ -189,6 +189,19 @@ struct Guardians {
 static NEXT_UID: AtomicU64 = AtomicU64::new(1);
 
 /// Builds an [`ActorSystem`].
+///
+/// The defaults are a server's: one worker per core, each pinned to its
+/// core, and the coordinated shutdown run by SIGTERM and SIGINT. Signals
+/// are per process: every system built with `run-by-signals` on is
+/// registered, and a signal runs the coordinated shutdown of each of them
+/// (a system registered while others are logs so, at info level). A test
+/// (or any second system in a process) should set
+/// [`pin_workers(false)`](Self::pin_workers) (tests share cores; pinned
+/// workers of parallel tests pile onto the same ones), a small
+/// [`workers`](Self::workers) count, and
+/// `coordinated_shutdown(ShutdownConfig::default().run_by_signals(false))`
+/// (a Ctrl-C of the test runner is not the system's); the testkit's
+/// `TestSystem` (cargo feature `testkit`) is that preset.
 #[derive(Debug)]
 pub struct SystemBuilder {
     name: String,
@@ -386,7 +399,7 @@ impl ActorSystem {
 
     /// This handle if it is internal, else an internal one: for references
     /// the engine keeps.
-    fn internal(&self) -> ActorSystem {
+    pub(crate) fn internal(&self) -> ActorSystem {
         if self.group.user {
             ActorSystem::from_inner(Arc::clone(self.inner()))
         } else {

@@ -168,3 +168,59 @@ fn no_reply_when_the_reply_is_dropped_or_the_actor_is_gone() {
     drop(c);
     shutdown(system);
 }
+
+/// `is_ready` and `try_take` look at an ask without blocking: nothing
+/// before the answer, the answer once, then nothing; a timeout and a
+/// dropped reply come the same way.
+#[test]
+fn an_ask_can_be_checked_without_blocking() {
+    let system = system();
+    let c = clerk(&system);
+    let mut held = c.ask(ClerkMsg::Hold, PATIENCE);
+    // The clerk holds it: handled (a later ask is answered first), no answer.
+    assert_eq!(c.ask(ClerkMsg::Get, PATIENCE).wait(), Ok(7));
+    assert!(!held.is_ready());
+    assert_eq!(held.try_take(), None);
+    c.tell(ClerkMsg::Release(41));
+    // No sleep: the answer's arrival is the event waited on (`wait` on a
+    // second ask that the clerk handles after the release).
+    assert_eq!(c.ask(ClerkMsg::Get, PATIENCE).wait(), Ok(7));
+    assert!(held.is_ready());
+    assert_eq!(held.try_take(), Some(Ok(41)));
+    assert!(!held.is_ready(), "taken");
+    assert_eq!(held.try_take(), None, "only once");
+
+    let mut dropped = c.ask(ClerkMsg::Drop, PATIENCE);
+    assert_eq!(c.ask(ClerkMsg::Get, PATIENCE).wait(), Ok(7));
+    assert_eq!(dropped.try_take(), Some(Err(AskError::NoReply)));
+
+    // A timeout: the timer completes it; `is_ready` turns true by itself.
+    let mut late = c.ask(ClerkMsg::Hold, Duration::from_millis(1));
+    let give_up = std::time::Instant::now() + PATIENCE;
+    while !late.is_ready() {
+        assert!(
+            std::time::Instant::now() < give_up,
+            "the timeout never fired"
+        );
+        std::thread::yield_now();
+    }
+    assert_eq!(
+        late.try_take(),
+        Some(Err(AskError::Timeout(Duration::from_millis(1))))
+    );
+    drop(c);
+    shutdown(system);
+}
+
+/// `wait` after `try_take` took the answer is a misuse, and says so.
+#[test]
+#[should_panic(expected = "Ask::wait after try_take took the answer")]
+fn wait_after_try_take_panics() {
+    let system = system();
+    let c = clerk(&system);
+    let mut ask = c.ask(ClerkMsg::Get, PATIENCE);
+    while ask.try_take().is_none() {
+        std::thread::yield_now();
+    }
+    let _ = ask.wait();
+}

@@ -1,6 +1,9 @@
 //! Death watch, sentence by sentence from the "What Lifecycle Monitoring
 //! Means" part of `akka-net-supervision.txt` (and its all-for-one remark).
 //!
+//! The tests run on the testkit's `TestSystem`, whose drop checks that the
+//! system terminated cleanly (locals declared after it are dropped first).
+//!
 //! Ordering trick used below: once `graceful_stop` of a target confirms,
 //! the target has already sent its death notices, so the notice of a target
 //! stopped later reaches a watcher's system lane after it. A watcher's
@@ -13,9 +16,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use proscenium::prelude::*;
+use proscenium::testkit::{TestProbe, TestSystem};
 use proscenium::StrategyKind;
 use support::actors::*;
-use support::*;
+use support::{Logs, Probe, PATIENCE};
 
 /// Spawns a top-level worker and waits until it has started.
 fn worker(system: &ActorSystem, log: &Probe<String>, tag: &str) -> ActorRef<WorkerMsg> {
@@ -43,7 +47,7 @@ fn watch(watcher: &ActorRef<WorkerMsg>, target: &ActorRef<WorkerMsg>) {
 /// its restarts.
 #[test]
 fn any_actor_may_watch_any_other_and_sees_only_its_death() {
-    let system = system();
+    let system = TestSystem::new();
     let log = Probe::new();
     let watcher = worker(&system, &log, "watcher");
     let target = worker(&system, &log, "target");
@@ -59,8 +63,6 @@ fn any_actor_may_watch_any_other_and_sees_only_its_death() {
     assert!(!lines
         .iter()
         .any(|l| l.starts_with("watcher") && l != "watcher started"));
-    drop((watcher, target));
-    shutdown(system);
 }
 
 /// "One important property is that the message will be delivered
@@ -69,7 +71,7 @@ fn any_actor_may_watch_any_other_and_sees_only_its_death() {
 /// registration the target is already dead."
 #[test]
 fn terminated_arrives_even_if_the_target_was_already_dead() {
-    let system = system();
+    let system = TestSystem::new();
     let log = Probe::new();
     let watcher = worker(&system, &log, "watcher");
     let target = worker(&system, &log, "target");
@@ -80,8 +82,6 @@ fn terminated_arrives_even_if_the_target_was_already_dead() {
         log.until("watcher saw target terminate"),
         ["target stopped"]
     );
-    drop((watcher, target));
-    shutdown(system);
 }
 
 /// "Lifecycle monitoring is implemented using a Terminated message to be
@@ -90,7 +90,7 @@ fn terminated_arrives_even_if_the_target_was_already_dead() {
 /// At most once per watch: watching twice is one watch, and one Terminated.
 #[test]
 fn terminated_arrives_at_most_once_per_watch() {
-    let system = system();
+    let system = TestSystem::new();
     let log = Probe::new();
     let watcher = worker(&system, &log, "watcher");
     let a = worker(&system, &log, "a");
@@ -106,14 +106,12 @@ fn terminated_arrives_at_most_once_per_watch() {
         .filter(|l| *l == "watcher saw a terminate")
         .count();
     assert_eq!(seen_a, 1, "{lines:?}");
-    drop((watcher, a, b));
-    shutdown(system);
 }
 
 /// "To stop listening, invoke ActorContext.Unwatch(targetActorRef)"
 #[test]
 fn unwatch_stops_listening() {
-    let system = system();
+    let system = TestSystem::new();
     let log = Probe::new();
     let watcher = worker(&system, &log, "watcher");
     let a = worker(&system, &log, "a");
@@ -129,8 +127,6 @@ fn unwatch_stops_listening() {
         !lines.contains(&"watcher saw a terminate".to_owned()),
         "{lines:?}"
     );
-    drop((watcher, a, b));
-    shutdown(system);
 }
 
 /// An actor that watches its worker children and does not handle
@@ -188,7 +184,7 @@ fn pact_hire(pact: &ActorRef<PactMsg>, tag: &str) -> ActorRef<WorkerMsg> {
 #[test]
 fn an_unhandled_terminated_fails_the_watcher_with_a_death_pact() {
     let logs = Logs::capture();
-    let system = system();
+    let system = TestSystem::new();
     let log = Probe::new();
     let tx = log.tx();
     let pact = system
@@ -215,8 +211,6 @@ fn an_unhandled_terminated_fails_the_watcher_with_a_death_pact() {
         line.contains("resource"),
         "the failure names the dead: {line}"
     );
-    drop((pact, child));
-    shutdown(system);
 }
 
 /// "Normally stopping a child (i.e. not in response to a failure) will not
@@ -227,7 +221,7 @@ fn an_unhandled_terminated_fails_the_watcher_with_a_death_pact() {
 /// and the default PreRestart action will terminate all children."
 #[test]
 fn all_for_one_siblings_stop_together_through_death_watch() {
-    let system = system();
+    let system = TestSystem::new();
     let log = Probe::new();
     let tx = log.tx();
     // Without watching: stopping one child leaves the other alone.
@@ -264,8 +258,6 @@ fn all_for_one_siblings_stop_together_through_death_watch() {
     assert!(lines.contains(&"c2 stopped".to_owned()), "{lines:?}");
     assert!(lines.contains(&"c3 stopped".to_owned()), "{lines:?}");
     assert!(c2.is_terminated() && c3.is_terminated());
-    drop((plain, p1, p2, pact, c1, c2, c3));
-    shutdown(system);
 }
 
 /// "Monitoring is particularly useful if a supervisor cannot simply restart
@@ -330,10 +322,10 @@ fn a_watching_parent_recreates_a_child_that_failed_to_start() {
             self.create(ctx)
         }
     }
-    let system = system();
+    let system = TestSystem::new();
     let log = Probe::new();
     let tries = Arc::new(AtomicU32::new(0));
-    let parent = system
+    let _parent = system
         .spawn(
             Props::new({
                 let (tries, tx) = (tries.clone(), log.tx());
@@ -347,6 +339,107 @@ fn a_watching_parent_recreates_a_child_that_failed_to_start() {
         .expect("parent");
     assert_eq!(log.take(2), ["parent saw flaky terminate", "flaky started"]);
     assert_eq!(tries.load(Ordering::SeqCst), 2);
-    drop(parent);
-    shutdown(system);
+}
+
+/// The testkit's probe watches like an actor: it records the termination,
+/// also of a target that was already dead when watched, and a message
+/// handled before the target stopped comes first.
+#[test]
+fn a_probe_watches_and_sees_the_end() {
+    let system = TestSystem::new();
+    let log = Probe::new();
+    let w = worker(&system, &log, "w");
+    let probe = TestProbe::<u64>::new(&system);
+    probe.watch(&w.id());
+    probe.actor_ref().tell(1);
+    assert_eq!(probe.expect_msg(PATIENCE), 1);
+    assert!(w.graceful_stop(PATIENCE).wait());
+    probe.expect_terminated(&w.id(), PATIENCE);
+    probe.watch(&w.id()); // already dead
+    probe.expect_terminated(&w.id(), PATIENCE);
+}
+
+/// "Waiting for an actor from outside": a plain thread waits for an
+/// actor's end without sending it anything; the actor stops by itself.
+#[test]
+fn when_terminated_waits_without_stopping_the_actor() {
+    let system = TestSystem::new();
+    let log = Probe::new();
+    let w = worker(&system, &log, "w");
+    let ended = w.when_terminated();
+    assert_eq!(ended.actor(), &w.id());
+    let waiter = {
+        let ended = ended.clone();
+        std::thread::spawn(move || ended.wait_timeout(PATIENCE))
+    };
+    assert_eq!(count(&w), 0, "still alive: the wait sent it nothing");
+    assert!(!ended.is_terminated());
+    w.tell(WorkerMsg::StopSelf);
+    assert!(waiter.join().expect("the waiter"));
+    assert!(ended.is_terminated());
+    assert!(w.is_terminated());
+    // Its post_stop ran before the end was announced.
+    log.until("w stopped");
+    ended.wait();
+}
+
+/// Already dead: resolves at once; a live actor times out with `false`;
+/// the future works on the engine's scheduler and on a foreign executor.
+#[test]
+fn when_terminated_is_a_future_and_resolves_for_the_dead_at_once() {
+    let system = TestSystem::new();
+    let log = Probe::new();
+    let alive = worker(&system, &log, "alive");
+    let dead = worker(&system, &log, "dead");
+    assert!(dead.graceful_stop(PATIENCE).wait());
+    assert!(dead.id().when_terminated().wait_timeout(PATIENCE));
+    assert!(!alive
+        .when_terminated()
+        .wait_timeout(std::time::Duration::ZERO));
+
+    let on_ours = {
+        let ended = alive.when_terminated();
+        system.scheduler_handle().spawn(ended)
+    };
+    let tokio = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("tokio");
+    let ended = alive.when_terminated();
+    alive.stop();
+    tokio.block_on(ended);
+    on_ours.wait().expect("the task completes");
+    assert!(alive.is_terminated());
+}
+
+/// Waiting blocks, so a handler (a worker thread) may not: it panics
+/// there with the name of the wait, as every blocking wait of the engine.
+#[test]
+fn when_terminated_refuses_to_block_a_worker() {
+    struct Impatient;
+    impl Actor for Impatient {
+        type Msg = (ActorId, Reply<String>);
+        fn receive(&mut self, _: &mut Context<Self>, (who, r): Self::Msg) -> Outcome {
+            let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                who.when_terminated().wait_timeout(PATIENCE)
+            }));
+            let text = match caught {
+                Ok(_) => "no panic".to_owned(),
+                Err(p) => p
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| p.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                    .unwrap_or_default(),
+            };
+            r.send(text);
+            Ok(())
+        }
+    }
+    let system = TestSystem::new();
+    let log = Probe::new();
+    let w = worker(&system, &log, "w");
+    let i = system
+        .spawn(Props::new(|| Impatient), "impatient")
+        .expect("spawn");
+    let text = i.ask(|r| (w.id(), r), PATIENCE).wait().expect("answers");
+    assert!(text.contains("ActorTermination::wait_timeout"), "{text}");
 }

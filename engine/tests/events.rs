@@ -1,39 +1,23 @@
 //! The system events on the event stream: lifecycle, supervision
 //! decisions, unhandled messages, and the removal of dead subscribers.
+//! Recorded with the testkit's `EventProbe`, on its `TestSystem` (whose
+//! drop checks the clean termination).
 
 mod support;
 
-use std::sync::Mutex;
-
 use proscenium::prelude::*;
+use proscenium::testkit::{EventProbe, TestSystem};
 use proscenium::{LifecycleEvent, LifecycleKind, StrategyKind, SupervisionEvent, UnhandledMessage};
 use support::actors::*;
-use support::*;
-
-/// A probe fed by a callback subscription to `E`, keeping `f` of each event
-/// that `f` maps to `Some`.
-fn event_probe<E: std::any::Any, T: Send + 'static>(
-    system: &ActorSystem,
-    f: impl Fn(&E) -> Option<T> + Send + Sync + 'static,
-) -> Probe<T> {
-    let probe = Probe::new();
-    let tx = Mutex::new(probe.tx());
-    system.event_stream().subscribe(move |e: &E| {
-        if let Some(t) = f(e) {
-            let _ = tx.lock().expect("probe lock").send(t);
-        }
-    });
-    probe
-}
+use support::{Probe, PATIENCE};
 
 /// An actor is started, restarted after a failure, and stopped: one
 /// lifecycle event each, in that order.
 #[test]
 fn lifecycle_events_follow_start_restart_stop() {
-    let system = system();
-    let events = event_probe(&system, |e: &LifecycleEvent| {
-        (e.actor.path() == "/user/boss/w").then_some(e.kind)
-    });
+    let system = TestSystem::new();
+    let events = EventProbe::new(&system)
+        .subscribe_map(|e: &LifecycleEvent| (e.actor.path() == "/user/boss/w").then_some(e.kind));
     let log = Probe::new();
     let boss = system
         .spawn(
@@ -42,21 +26,28 @@ fn lifecycle_events_follow_start_restart_stop() {
         )
         .expect("boss");
     let w = hire(&boss, Worker::props("w", &log.tx()), "w");
-    assert_eq!(events.next(), LifecycleKind::Started);
+    assert_eq!(
+        events.expect_event::<LifecycleKind>(PATIENCE),
+        LifecycleKind::Started
+    );
     w.tell(WorkerMsg::Fail);
-    assert_eq!(events.next(), LifecycleKind::Restarted);
+    assert_eq!(
+        events.expect_event::<LifecycleKind>(PATIENCE),
+        LifecycleKind::Restarted
+    );
     assert!(w.graceful_stop(PATIENCE).wait());
-    assert_eq!(events.next(), LifecycleKind::Stopped);
-    drop((boss, w));
-    shutdown(system);
+    assert_eq!(
+        events.expect_event::<LifecycleKind>(PATIENCE),
+        LifecycleKind::Stopped
+    );
 }
 
 /// A supervisor's decision is published with the child, the failure and
 /// the directive.
 #[test]
 fn supervision_decisions_are_published() {
-    let system = system();
-    let decisions = event_probe(&system, |e: &SupervisionEvent| {
+    let system = TestSystem::new();
+    let decisions = EventProbe::new(&system).subscribe_map(|e: &SupervisionEvent| {
         Some((
             e.supervisor.path(),
             e.child.path(),
@@ -74,7 +65,7 @@ fn supervision_decisions_are_published() {
     let w = hire(&boss, Worker::props("w", &log.tx()), "w");
     w.tell(WorkerMsg::Panic("kaboom"));
     assert_eq!(
-        decisions.next(),
+        decisions.expect_event::<(String, String, String, Directive)>(PATIENCE),
         (
             "/user/boss".to_owned(),
             "/user/boss/w".to_owned(),
@@ -83,13 +74,12 @@ fn supervision_decisions_are_published() {
         )
     );
     w.tell(WorkerMsg::Fail);
-    let (_, _, failure, directive) = decisions.next();
+    let (_, _, failure, directive) =
+        decisions.expect_event::<(String, String, String, Directive)>(PATIENCE);
     assert_eq!(
         (failure.as_str(), directive),
         ("worker failure", Directive::Resume)
     );
-    drop((boss, w));
-    shutdown(system);
 }
 
 enum Cmd {
@@ -113,8 +103,8 @@ impl Actor for Strict {
 /// `ctx.unhandled(msg)` publishes the message, with its recipient.
 #[test]
 fn unhandled_messages_are_published() {
-    let system = system();
-    let unhandled = event_probe(&system, |e: &UnhandledMessage| {
+    let system = TestSystem::new();
+    let unhandled = EventProbe::new(&system).subscribe_map(|e: &UnhandledMessage| {
         Some((
             e.recipient().path(),
             e.downcast_ref::<String>().cloned(),
@@ -126,7 +116,7 @@ fn unhandled_messages_are_published() {
         .expect("spawn");
     strict.tell(Cmd::Other("what?".to_owned()));
     assert_eq!(
-        unhandled.next(),
+        unhandled.expect_event::<(String, Option<String>, &'static str)>(PATIENCE),
         (
             "/user/strict".to_owned(),
             Some("what?".to_owned()),
@@ -135,15 +125,13 @@ fn unhandled_messages_are_published() {
     );
     // Unhandled is not a failure: the actor goes on.
     assert_eq!(strict.ask(Cmd::Known, PATIENCE).wait(), Ok(()));
-    drop(strict);
-    shutdown(system);
 }
 
 /// Nobody subscribes: nothing is built or delivered, and the actor still
 /// works.
 #[test]
 fn without_subscribers_nothing_is_published() {
-    let system = system();
+    let system = TestSystem::new();
     let stream = system.event_stream();
     assert!(!stream.has_subscribers::<LifecycleEvent>());
     assert!(!stream.has_subscribers::<SupervisionEvent>());
@@ -158,8 +146,6 @@ fn without_subscribers_nothing_is_published() {
     assert!(stream.has_subscribers::<LifecycleEvent>());
     assert!(stream.unsubscribe(&sub));
     assert!(!stream.has_subscribers::<LifecycleEvent>());
-    drop(strict);
-    shutdown(system);
 }
 
 /// "a subscriber actor that has terminated is removed": the subscriber's
@@ -167,7 +153,7 @@ fn without_subscribers_nothing_is_published() {
 /// before anyone learns that it terminated.
 #[test]
 fn a_dead_subscriber_actor_is_removed() {
-    let system = system();
+    let system = TestSystem::new();
     let log = Probe::new();
     let w = system
         .spawn(Worker::props("w", &log.tx()), "w")
@@ -186,6 +172,4 @@ fn a_dead_subscriber_actor_is_removed() {
     assert!(stream.has_subscribers::<u32>());
     assert_eq!(stream.publish(8_u32), 0);
     assert!(!stream.has_subscribers::<u32>());
-    drop(w);
-    shutdown(system);
 }

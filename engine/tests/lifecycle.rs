@@ -1,6 +1,7 @@
 //! Creation and naming: paths, unique names per parent (typed errors),
 //! names freed by termination, hooks in order, Props factories called again
-//! on restart.
+//! on restart. On the testkit's `TestSystem`, whose drop checks the clean
+//! termination.
 
 mod support;
 
@@ -9,9 +10,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use proscenium::prelude::*;
+use proscenium::testkit::{TestProbe, TestSystem};
 use proscenium::SpawnError;
 use support::actors::*;
-use support::*;
+use support::Probe;
 
 /// Names are unique per parent: a duplicate is a typed error that names the
 /// parent and the name, and nothing is created; the same name under
@@ -19,7 +21,7 @@ use support::*;
 /// terminated.
 #[test]
 fn names_are_unique_per_parent() {
-    let system = system();
+    let system = TestSystem::new();
     let log = Probe::new();
     let a = system.spawn(Worker::props("a", &log.tx()), "a").expect("a");
     let err = system
@@ -48,14 +50,12 @@ fn names_are_unique_per_parent() {
         !lines.contains(&"a2 created".to_owned()),
         "nothing was created for the duplicate"
     );
-    drop((a, child, again));
-    shutdown(system);
 }
 
 /// Invalid names and zero capacity are typed errors.
 #[test]
 fn invalid_names_and_capacities_are_refused() {
-    let system = system();
+    let system = TestSystem::new();
     let log = Probe::new();
     for bad in ["", "$x", "a/b", "spa ce", "ünï", ".", ".."] {
         assert!(
@@ -79,8 +79,6 @@ fn invalid_names_and_capacities_are_refused() {
         .spawn_anonymous(Worker::props("x", &log.tx()))
         .expect("anonymous");
     assert!(anon.name().starts_with('$'), "{}", anon.name());
-    drop(anon);
-    shutdown(system);
 }
 
 /// A terminating parent takes no new children: a typed error.
@@ -103,12 +101,12 @@ fn a_stopping_parent_refuses_children() {
             assert!(matches!(refused, Err(SpawnError::ParentTerminating { .. })));
         }
     }
-    let system = system();
+    let system = TestSystem::new();
     let p = system.spawn(Props::new(|| Parent), "p").expect("p");
     assert_eq!(p.ask(|r| r, Duration::from_secs(20)).wait(), Ok(Ok(())));
     assert!(p.graceful_stop(Duration::from_secs(20)).wait());
     drop(p);
-    let report = shutdown(system);
+    let report = system.shutdown();
     assert_eq!(report.quiesce.expect("quiesced").panics, 0);
 }
 
@@ -116,7 +114,7 @@ fn a_stopping_parent_refuses_children() {
 /// mailbox hands messages back with `try_tell` when full.
 #[test]
 fn restart_calls_the_factory_again_and_bounded_mailboxes_push_back() {
-    let system = system();
+    let system = TestSystem::new();
     let made = Arc::new(AtomicU32::new(0));
     let m = made.clone();
     let log = Probe::new();
@@ -166,6 +164,44 @@ fn restart_calls_the_factory_again_and_bounded_mailboxes_push_back() {
         }
     };
     assert_eq!(n, accepted);
-    drop(w);
-    shutdown(system);
+}
+
+/// The hooks in order, seen by a testkit probe: `pre_start` before the
+/// first message, `post_stop` after the last, nothing after it.
+#[test]
+fn hooks_run_in_order_around_the_messages() {
+    struct Hooked {
+        to: ActorRef<String>,
+    }
+    impl Actor for Hooked {
+        type Msg = u32;
+        fn receive(&mut self, _: &mut Context<Self>, n: u32) -> Outcome {
+            self.to.tell(format!("got {n}"));
+            Ok(())
+        }
+        fn pre_start(&mut self, _: &mut Context<Self>) -> Outcome {
+            self.to.tell("pre_start".to_owned());
+            Ok(())
+        }
+        fn post_stop(&mut self, _: &mut Context<Self>) {
+            self.to.tell("post_stop".to_owned());
+        }
+    }
+    let system = TestSystem::new();
+    let probe = TestProbe::<String>::new(&system);
+    let to = probe.actor_ref();
+    let h = system
+        .spawn(Props::new(move || Hooked { to: to.clone() }), "hooked")
+        .expect("spawn");
+    let ended = h.when_terminated();
+    h.tell(1);
+    h.tell(2);
+    h.poison_pill();
+    h.tell(3); // behind the PoisonPill: a dead letter
+    assert_eq!(
+        probe.receive_n(4, Duration::from_secs(20)),
+        ["pre_start", "got 1", "got 2", "post_stop"]
+    );
+    assert!(ended.wait_timeout(Duration::from_secs(20)));
+    probe.expect_no_msg(Duration::from_millis(20));
 }

@@ -1,6 +1,9 @@
 //! What `SystemBuilder::build` refuses, with a typed error and before any
-//! thread starts.
+//! thread starts; and what it says about the signals it takes.
 
+mod support;
+
+use proscenium::testkit::TestSystem;
 use proscenium::{ActorSystem, SystemError};
 
 fn build_named(name: &str) -> Result<ActorSystem, SystemError> {
@@ -42,4 +45,30 @@ fn a_valid_name_still_builds() {
         .wait_timeout(std::time::Duration::from_secs(20))
         .expect("terminates");
     assert!(report.clean(), "{report:?}");
+}
+
+/// Signals are per process and go to every registered system: a system
+/// that registers while another is registered says so (at info level), and
+/// one built with `run_by_signals(false)` (the TestSystem preset) does not
+/// register, so says nothing. No signal is sent: the child-process tests
+/// in signals.rs do that.
+#[test]
+fn a_second_system_taking_the_signals_says_so() {
+    let logs = support::Logs::capture();
+    // Default config: signals on (names unique in this binary).
+    let first = build_named("signals-first").expect("first");
+    let second = build_named("signals-second").expect("second");
+    let line = logs.wait_for(&["signals-second", "SIGTERM/SIGINT", "every"]);
+    assert!(line.contains("INFO"), "{line}");
+    assert!(line.contains("run_by_signals(false)"), "{line}");
+    let quiet = TestSystem::build(TestSystem::builder().name("signals-quiet")).expect("quiet");
+    drop(quiet);
+    assert!(
+        logs.lines_with(&["signals-quiet", "SIGTERM/SIGINT"])
+            .is_empty(),
+        "a system without signal handlers says nothing about them"
+    );
+    for system in [second, first] {
+        assert!(system.terminate().wait().clean());
+    }
 }

@@ -157,8 +157,43 @@ impl ShutdownConfig {
         self
     }
 
-    /// Adds a phase, or replaces the settings of an existing one.
+    /// Adds a phase, or merges `config` into an existing one exactly as a
+    /// TOML `[coordinated-shutdown.phases.<name>]` table does: its
+    /// `depends_on` adds to the phase's dependencies, and each setting it
+    /// sets (a `timeout`; `recover` or `enabled` through their setters)
+    /// replaces the phase's; what it does not set keeps its current value.
+    ///
+    /// Merging, not replacing, because the phases are a shared DAG: a
+    /// replace would silently drop dependencies that an earlier call (a
+    /// [`depends_on`](Self::depends_on), a library's phase, the TOML file)
+    /// added, reordering the shutdown without a word. To start a phase
+    /// over, use [`replace_phase`](Self::replace_phase).
+    ///
+    /// ```
+    /// use proscenium_shutdown::{Phase, PhaseConfig, ShutdownConfig};
+    /// use std::time::Duration;
+    ///
+    /// let config = ShutdownConfig::default()
+    ///     .phase("early", PhaseConfig::new())
+    ///     .depends_on(Phase::SERVICE_STOP, "early")
+    ///     .phase(Phase::SERVICE_STOP, PhaseConfig::new().timeout(Duration::from_secs(1)));
+    /// let stop = config.phase_config(Phase::SERVICE_STOP).unwrap();
+    /// assert_eq!(stop.depends_on, [Phase::SERVICE_REQUESTS_DONE, "early"]);
+    /// assert_eq!(stop.timeout, Some(Duration::from_secs(1)));
+    /// ```
     pub fn phase(mut self, name: impl Into<String>, config: PhaseConfig) -> ShutdownConfig {
+        let name = name.into();
+        match self.phases.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, existing)) => existing.merge(config),
+            None => self.phases.push((name, config)),
+        }
+        self
+    }
+
+    /// Adds a phase, or replaces every setting of an existing one,
+    /// dependencies included (a default phase's dependency on the phase
+    /// before it too, unless `config` names it again).
+    pub fn replace_phase(mut self, name: impl Into<String>, config: PhaseConfig) -> ShutdownConfig {
         self.set_phase(name.into(), config);
         self
     }

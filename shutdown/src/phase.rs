@@ -68,7 +68,7 @@ impl Phase {
 /// assert_eq!(p.depends_on, ["service-stop"]);
 /// assert!(p.enabled);
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct PhaseConfig {
     /// Phases that must finish (or time out) before this one starts.
     pub depends_on: Vec<String>,
@@ -79,7 +79,30 @@ pub struct PhaseConfig {
     pub recover: bool,
     /// Off: the phase's tasks are skipped (logged).
     pub enabled: bool,
+    /// Which of `recover` and `enabled` the setters set, so that
+    /// [`ShutdownConfig::phase`](crate::ShutdownConfig::phase) merges only
+    /// what was set (a field assigned directly counts as set when it
+    /// differs from the default).
+    explicit: Explicit,
 }
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Explicit {
+    recover: bool,
+    enabled: bool,
+}
+
+/// Equal settings are equal configs, however they were set.
+impl PartialEq for PhaseConfig {
+    fn eq(&self, other: &PhaseConfig) -> bool {
+        self.depends_on == other.depends_on
+            && self.timeout == other.timeout
+            && self.recover == other.recover
+            && self.enabled == other.enabled
+    }
+}
+
+impl Eq for PhaseConfig {}
 
 impl Default for PhaseConfig {
     fn default() -> PhaseConfig {
@@ -95,6 +118,7 @@ impl PhaseConfig {
             timeout: None,
             recover: true,
             enabled: true,
+            explicit: Explicit::default(),
         }
     }
 
@@ -116,13 +140,41 @@ impl PhaseConfig {
     /// Sets `recover`.
     pub fn recover(mut self, recover: bool) -> PhaseConfig {
         self.recover = recover;
+        self.explicit.recover = true;
         self
     }
 
     /// Sets `enabled`.
     pub fn enabled(mut self, enabled: bool) -> PhaseConfig {
         self.enabled = enabled;
+        self.explicit.enabled = true;
         self
+    }
+}
+
+impl PhaseConfig {
+    /// Merges `update` into these settings, as TOML does: its
+    /// dependencies are added to these, and each other setting it sets
+    /// replaces this one (a timeout that is `Some`; `recover` and `enabled`
+    /// set by their setters or different from the default); what it does
+    /// not set stays.
+    pub(crate) fn merge(&mut self, update: PhaseConfig) {
+        for dep in update.depends_on {
+            if !self.depends_on.contains(&dep) {
+                self.depends_on.push(dep);
+            }
+        }
+        if update.timeout.is_some() {
+            self.timeout = update.timeout;
+        }
+        if update.explicit.recover || !update.recover {
+            self.recover = update.recover;
+            self.explicit.recover = true;
+        }
+        if update.explicit.enabled || !update.enabled {
+            self.enabled = update.enabled;
+            self.explicit.enabled = true;
+        }
     }
 }
 

@@ -59,6 +59,18 @@ impl Drop for SignalRegistration {
     }
 }
 
+impl SignalRegistration {
+    /// How many other coordinated shutdowns are registered for signals in
+    /// this process right now (whose systems are still alive). A signal
+    /// runs every one of them, this one included.
+    pub fn others(&self) -> usize {
+        entries()
+            .iter()
+            .filter(|(id, weak)| *id != self.id && weak.strong_count() > 0)
+            .count()
+    }
+}
+
 /// Why signals could not be handled.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("cannot handle SIGTERM and SIGINT: {0}")]

@@ -252,3 +252,65 @@ fn nothing_may_follow_the_last_phase() {
     );
     assert!(position(&order, "dangling") < position(&order, Phase::ACTOR_SYSTEM_TERMINATE));
 }
+
+/// Code and TOML configure a phase the same way: setting an existing
+/// phase's timeout in code keeps the dependencies added before (it used to
+/// replace the whole phase, silently dropping `early` from `service-stop`'s
+/// dependencies, so `early` could run after `service-stop`).
+#[test]
+fn code_merges_a_phase_as_toml_does() {
+    let in_code = ShutdownConfig::default()
+        .phase("early", PhaseConfig::new())
+        .depends_on(Phase::SERVICE_STOP, "early")
+        .phase(
+            Phase::SERVICE_STOP,
+            PhaseConfig::new().timeout(Duration::from_secs(1)),
+        )
+        .phase(Phase::SERVICE_UNBIND, PhaseConfig::new().recover(false))
+        .phase(Phase::SERVICE_UNBIND, PhaseConfig::new().enabled(false));
+    let from_toml = ShutdownConfig::from_toml_str(
+        r#"
+        [coordinated-shutdown.phases.early]
+        [coordinated-shutdown.phases.service-stop]
+        depends-on = ["early"]
+        timeout = "1 s"
+        [coordinated-shutdown.phases.service-unbind]
+        recover = "off"
+        enabled = "off"
+        "#,
+    )
+    .unwrap();
+    let stop = in_code.phase_config(Phase::SERVICE_STOP).unwrap();
+    assert_eq!(stop.depends_on, [Phase::SERVICE_REQUESTS_DONE, "early"]);
+    assert_eq!(stop.timeout, Some(Duration::from_secs(1)));
+    let unbind = in_code.phase_config(Phase::SERVICE_UNBIND).unwrap();
+    assert!(
+        !unbind.recover,
+        "a later phase() that sets only `enabled` keeps `recover`"
+    );
+    assert!(!unbind.enabled);
+    assert_eq!(unbind.depends_on, [Phase::BEFORE_SERVICE_UNBIND]);
+    assert_eq!(in_code, from_toml);
+    let order = in_code.ordered_phases().unwrap();
+    assert!(position(&order, "early") < position(&order, Phase::SERVICE_STOP));
+    // A recover(true) after a recover(false) sets it back, as TOML's "on".
+    let back = in_code.phase(Phase::SERVICE_UNBIND, PhaseConfig::new().recover(true));
+    assert!(back.phase_config(Phase::SERVICE_UNBIND).unwrap().recover);
+}
+
+/// `replace_phase` starts a phase over, dependencies included.
+#[test]
+fn replace_phase_replaces_everything() {
+    let config = ShutdownConfig::default()
+        .phase("early", PhaseConfig::new())
+        .depends_on(Phase::SERVICE_STOP, "early")
+        .replace_phase(
+            Phase::SERVICE_STOP,
+            PhaseConfig::new()
+                .depends_on(Phase::SERVICE_REQUESTS_DONE)
+                .timeout(Duration::from_secs(1)),
+        );
+    let stop = config.phase_config(Phase::SERVICE_STOP).unwrap();
+    assert_eq!(stop.depends_on, [Phase::SERVICE_REQUESTS_DONE]);
+    assert_eq!(stop.timeout, Some(Duration::from_secs(1)));
+}

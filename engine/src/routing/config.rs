@@ -135,7 +135,6 @@ macro_rules! logic_constructors {
 ///
 /// ```
 /// # use proscenium::prelude::*;
-/// # use proscenium::{Pool, Resizer, RouterMsg};
 /// # struct Worker;
 /// # impl Actor for Worker { type Msg = u64; fn receive(&mut self, _: &mut Context<Self>, _: u64) -> Outcome { Ok(()) } }
 /// # let system = ActorSystem::builder().workers(1).pin_workers(false).build()?;
@@ -226,7 +225,6 @@ impl<M: Send + 'static> fmt::Debug for Pool<M> {
 ///
 /// ```
 /// # use proscenium::prelude::*;
-/// # use proscenium::{Group, RouterRef};
 /// # struct Worker;
 /// # impl Actor for Worker { type Msg = u64; fn receive(&mut self, _: &mut Context<Self>, _: u64) -> Outcome { Ok(()) } }
 /// # let system = ActorSystem::builder().workers(1).pin_workers(false).build()?;

@@ -84,7 +84,6 @@ impl<M: Send + 'static> fmt::Debug for RouterMsg<M> {
 ///
 /// ```
 /// # use proscenium::prelude::*;
-/// # use proscenium::{Broadcast, Group, RouterMsg};
 /// # use std::time::Duration;
 /// # struct W;
 /// # impl Actor for W { type Msg = u32; fn receive(&mut self, _: &mut Context<Self>, _: u32) -> Outcome { Ok(()) } }
@@ -147,7 +146,6 @@ impl<M> fmt::Debug for Broadcast<M> {
 ///
 /// ```
 /// # use proscenium::prelude::*;
-/// # use proscenium::{Pool, RouterRef};
 /// # use std::time::Duration;
 /// # struct Echo;
 /// # impl Actor for Echo {

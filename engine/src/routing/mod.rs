@@ -14,7 +14,6 @@
 //!
 //! ```
 //! use proscenium::prelude::*;
-//! use proscenium::{Pool, RouterRef};
 //! use std::time::Duration;
 //!
 //! struct Square;
