@@ -26,6 +26,7 @@
 //! ```text
 //! cargo bench -p proscenium-benches --bench in_actor_ask
 //! ASK_N=200000 ASK_RUNS=5 cargo bench -p proscenium-benches --bench in_actor_ask
+//! ASK_WORKERS=1 cargo bench -p proscenium-benches --bench in_actor_ask
 //! ```
 //!
 //! Figures in BENCHMARKS.md ("Asks from inside an actor").
@@ -109,9 +110,15 @@ impl Actor for Asker {
     }
 }
 
+/// `ASK_WORKERS` workers (default 2; 1 puts both actors on one thread,
+/// as `actix-1arb` does).
 fn system() -> ActorSystem {
+    let workers = std::env::var("ASK_WORKERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2);
     ActorSystem::builder()
-        .workers(2)
+        .workers(workers)
         .pin_workers(false)
         .build()
         .unwrap()
