@@ -234,6 +234,7 @@ impl Actor for Acceptor {
     /// A connection ended (its client left, or the shutdown closed it).
     fn on_terminated(&mut self, _ctx: &mut Context<Self>, _who: ActorId) -> Outcome {
         self.open -= 1;
+        say(&format!("open connections: {}", self.open));
         self.answer_if_closed();
         Ok(())
     }

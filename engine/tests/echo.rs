@@ -196,6 +196,11 @@ fn a_client_that_leaves_ends_its_connection_actor() {
         server.expect_line("connection "),
         format!("connection {peer} closed by the client")
     );
+    // The acceptor has seen its connection actor terminate.
+    assert_eq!(
+        server.expect_line("open connections"),
+        "open connections: 1"
+    );
 
     server.sigterm();
     let mut rest = Vec::new();
