@@ -185,14 +185,12 @@ mod config;
 mod contain;
 mod context;
 mod coordinated;
-mod dead_letters;
 mod driver;
 mod error;
-mod event_stream;
-mod events;
 mod failure;
 mod guardian;
 mod lookup;
+mod observe;
 mod pipe;
 mod promise;
 mod routing;
@@ -205,29 +203,29 @@ mod terminated;
 pub mod testkit;
 mod timers;
 
-pub use crate::{
-    actor::{Actor, Props},
-    actor_ref::{ActorId, ActorRef, StopSignal},
-    ask::{Ask, AskError, GracefulStop, Reply},
-    backoff::{
-        backoff_delay, BackoffMsg, BackoffOptions, BackoffRestartScheduled, BackoffSupervisor,
-        BackoffTimer,
-    },
-    context::Context,
-    coordinated::CoordinatedShutdownExt,
-    dead_letters::{DeadLetter, Kill, PoisonPill},
-    error::{SpawnError, SystemError},
-    event_stream::{EventStream, Subscription},
-    events::{LifecycleEvent, LifecycleKind, SupervisionEvent, UnhandledMessage},
-    failure::{ActorError, DeathPact, Failure, Killed, Outcome},
-    pipe::PipeHandle,
-    routing::{Broadcast, Group, Pool, Resizer, Router, RouterMsg, RouterRef},
-    stash::StashOverflowError,
-    supervision::{default_decider, Directive, StrategyKind, SupervisorStrategy},
-    system::{ActorSystem, SystemBuilder, Termination, TerminationReport},
-    terminated::ActorTermination,
-    timers::{Cancellable, TimerKey},
+pub use crate::actor::{Actor, Props};
+pub use crate::actor_ref::{ActorId, ActorRef, StopSignal};
+pub use crate::ask::{Ask, AskError, GracefulStop, Reply};
+pub use crate::backoff::{
+    backoff_delay, BackoffMsg, BackoffOptions, BackoffRestartScheduled, BackoffSupervisor,
+    BackoffTimer,
 };
+pub use crate::context::Context;
+pub use crate::coordinated::CoordinatedShutdownExt;
+pub use crate::error::{SpawnError, SystemError};
+pub use crate::failure::{ActorError, DeathPact, Failure, Killed, Outcome};
+pub use crate::observe::dead_letters::{DeadLetter, Kill, PoisonPill};
+pub use crate::observe::event_stream::{EventStream, Subscription};
+pub use crate::observe::events::{
+    LifecycleEvent, LifecycleKind, SupervisionEvent, UnhandledMessage,
+};
+pub use crate::pipe::PipeHandle;
+pub use crate::routing::{Broadcast, Group, Pool, Resizer, Router, RouterMsg, RouterRef};
+pub use crate::stash::StashOverflowError;
+pub use crate::supervision::{default_decider, Directive, StrategyKind, SupervisorStrategy};
+pub use crate::system::{ActorSystem, SystemBuilder, Termination, TerminationReport};
+pub use crate::terminated::ActorTermination;
+pub use crate::timers::{Cancellable, TimerKey};
 pub use proscenium_mailbox::{trim_node_cache, TrySendError};
 pub use proscenium_scheduler::net;
 /// The scheduler's handle and task types, as [`ActorSystem::scheduler_handle`]

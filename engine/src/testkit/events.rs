@@ -7,8 +7,8 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::{Duration, Instant};
 
 use crate::actor_ref::ActorId;
-use crate::dead_letters::DeadLetter;
-use crate::event_stream::Subscription;
+use crate::observe::dead_letters::DeadLetter;
+use crate::observe::event_stream::Subscription;
 use crate::system::ActorSystem;
 
 use super::deadline_after;

@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 
 use crate::actor_ref::ActorRef;
-use crate::dead_letters::DeadLetter;
-use crate::events::{LifecycleEvent, SupervisionEvent, UnhandledMessage};
+use crate::observe::dead_letters::DeadLetter;
+use crate::observe::events::{LifecycleEvent, SupervisionEvent, UnhandledMessage};
 
 /// How many built-in event types have a lock-free subscriber count.
 const BUILTIN: usize = 4;
