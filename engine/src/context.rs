@@ -12,9 +12,9 @@ use crate::actor_ref::{ActorId, ActorRef};
 use crate::cell::{Cell, CellCore, ChildRecord, Children};
 use crate::driver::Driver;
 use crate::error::{validate_name, SpawnError};
+use crate::patterns::timers::Extras;
 use crate::signal::{SystemMsg, Watcher};
 use crate::system::ActorSystem;
-use crate::timers::Extras;
 
 /// An actor's view of itself and its surroundings, handed to every handler.
 pub struct Context<A: Actor> {

@@ -24,9 +24,9 @@ use crate::contain::contain;
 use crate::context::Context;
 use crate::failure::{Failure, Killed, Outcome};
 use crate::observe::events::{publish_lifecycle, publish_supervision, LifecycleKind};
+use crate::patterns::timers::{Extras, TimerSlot};
 use crate::signal::{Envelope, SystemMsg, Watcher};
 use crate::supervision::{Directive, StrategyKind, SupervisorStrategy};
-use crate::timers::{Extras, TimerSlot};
 
 /// How many messages a terminating actor drains before its mailbox closes
 /// (see `finish_terminate`); what is left after that is drained after it.

@@ -179,7 +179,6 @@ mod actor;
 mod actor_ref;
 mod adapt;
 mod ask;
-mod backoff;
 mod cell;
 mod config;
 mod contain;
@@ -191,25 +190,19 @@ mod failure;
 mod guardian;
 mod lookup;
 mod observe;
+mod patterns;
 mod pipe;
 mod promise;
-mod routing;
 mod signal;
-mod stash;
 mod supervision;
 mod system;
 mod terminated;
 #[cfg(feature = "testkit")]
 pub mod testkit;
-mod timers;
 
 pub use crate::actor::{Actor, Props};
 pub use crate::actor_ref::{ActorId, ActorRef, StopSignal};
 pub use crate::ask::{Ask, AskError, GracefulStop, Reply};
-pub use crate::backoff::{
-    backoff_delay, BackoffMsg, BackoffOptions, BackoffRestartScheduled, BackoffSupervisor,
-    BackoffTimer,
-};
 pub use crate::context::Context;
 pub use crate::coordinated::CoordinatedShutdownExt;
 pub use crate::error::{SpawnError, SystemError};
@@ -219,13 +212,17 @@ pub use crate::observe::event_stream::{EventStream, Subscription};
 pub use crate::observe::events::{
     LifecycleEvent, LifecycleKind, SupervisionEvent, UnhandledMessage,
 };
+pub use crate::patterns::backoff::{
+    backoff_delay, BackoffMsg, BackoffOptions, BackoffRestartScheduled, BackoffSupervisor,
+    BackoffTimer,
+};
+pub use crate::patterns::routing::{Broadcast, Group, Pool, Resizer, Router, RouterMsg, RouterRef};
+pub use crate::patterns::stash::StashOverflowError;
+pub use crate::patterns::timers::{Cancellable, TimerKey};
 pub use crate::pipe::PipeHandle;
-pub use crate::routing::{Broadcast, Group, Pool, Resizer, Router, RouterMsg, RouterRef};
-pub use crate::stash::StashOverflowError;
 pub use crate::supervision::{default_decider, Directive, StrategyKind, SupervisorStrategy};
 pub use crate::system::{ActorSystem, SystemBuilder, Termination, TerminationReport};
 pub use crate::terminated::ActorTermination;
-pub use crate::timers::{Cancellable, TimerKey};
 pub use proscenium_mailbox::{trim_node_cache, TrySendError};
 pub use proscenium_scheduler::net;
 /// The scheduler's handle and task types, as [`ActorSystem::scheduler_handle`]

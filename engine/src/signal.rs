@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::actor_ref::ActorId;
 use crate::failure::Failure;
-use crate::timers::TimerSlot;
+use crate::patterns::timers::TimerSlot;
 
 /// Lifecycle and supervision signals: handled ahead of any user message
 /// that is not yet being handled, also while the user lane is suspended.

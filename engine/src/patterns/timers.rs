@@ -38,8 +38,8 @@ use crate::actor::Actor;
 use crate::actor_ref::ActorRef;
 use crate::contain::contain;
 use crate::context::Context;
+use crate::patterns::stash::Stash;
 use crate::signal::Envelope;
-use crate::stash::Stash;
 
 /// Slot states (`TimerSlot::state`).
 const ACTIVE: u8 = 0;

@@ -15,7 +15,7 @@ use std::fmt;
 
 use crate::actor::Actor;
 use crate::context::Context;
-use crate::timers::Extras;
+use crate::patterns::timers::Extras;
 
 /// The stash is full: the message is handed back.
 #[derive(PartialEq, Eq, Clone, Copy)]

@@ -10,9 +10,9 @@ use crate::actor::{Actor, Props};
 use crate::actor_ref::ActorRef;
 use crate::context::Context;
 use crate::error::SpawnError;
-use crate::routing::logic::{stable_hash, LogicKind};
-use crate::routing::resizer::Resizer;
-use crate::routing::router::Router;
+use crate::patterns::routing::logic::{stable_hash, LogicKind};
+use crate::patterns::routing::resizer::Resizer;
+use crate::patterns::routing::router::Router;
 use crate::supervision::{Directive, SupervisorStrategy};
 
 /// Akka's default number of virtual nodes per routee on the hash ring.

@@ -9,9 +9,9 @@ use crate::actor::{Actor, Props};
 use crate::actor_ref::{ActorId, ActorRef};
 use crate::context::Context;
 use crate::failure::{Failure, Outcome};
-use crate::routing::config::{Routees, RouterConfig};
-use crate::routing::logic::{self, Logic, Selection};
-use crate::routing::message::{Broadcast, BroadcastKind, RouterMsg};
+use crate::patterns::routing::config::{Routees, RouterConfig};
+use crate::patterns::routing::logic::{self, Logic, Selection};
+use crate::patterns::routing::message::{Broadcast, BroadcastKind, RouterMsg};
 use crate::signal::Envelope;
 use crate::supervision::SupervisorStrategy;
 
