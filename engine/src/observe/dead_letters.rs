@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use crate::actor_ref::ActorId;
-use crate::contain::contain;
+use crate::api::actor_ref::ActorId;
+use crate::runtime::contain::contain;
 
 /// The PoisonPill, as it appears in a [`DeadLetter`] (send one with
 /// [`ActorRef::poison_pill`](crate::ActorRef::poison_pill)).

@@ -9,7 +9,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 
-use crate::actor_ref::ActorRef;
+use crate::api::actor_ref::ActorRef;
 use crate::observe::dead_letters::DeadLetter;
 use crate::observe::events::{LifecycleEvent, SupervisionEvent, UnhandledMessage};
 
@@ -386,7 +386,7 @@ impl EventStream {
                 Ok(Keep::No) => gone.push(s.id),
                 Err(payload) => tracing::error!(
                     event = std::any::type_name::<E>(),
-                    panic = %crate::failure::panic_message(payload.as_ref()),
+                    panic = %crate::supervision::failure::panic_message(payload.as_ref()),
                     "an event stream subscriber panicked"
                 ),
             }

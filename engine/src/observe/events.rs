@@ -10,12 +10,12 @@
 use std::any::Any;
 use std::fmt;
 
-use crate::actor::Actor;
-use crate::actor_ref::ActorId;
-use crate::context::Context;
-use crate::failure::Failure;
-use crate::supervision::Directive;
-use crate::system::ActorSystem;
+use crate::api::actor::Actor;
+use crate::api::actor_ref::ActorId;
+use crate::api::context::Context;
+use crate::runtime::system::ActorSystem;
+use crate::supervision::failure::Failure;
+use crate::supervision::strategy::Directive;
 
 /// What happened to an actor in a [`LifecycleEvent`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

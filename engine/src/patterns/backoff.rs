@@ -19,13 +19,13 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use proscenium_scheduler::TimerHandle;
 
-use crate::actor::{Actor, Props};
-use crate::actor_ref::{ActorId, ActorRef};
-use crate::ask::Reply;
-use crate::context::Context;
-use crate::failure::Outcome;
-use crate::signal::Envelope;
-use crate::supervision::{Directive, SupervisorStrategy};
+use crate::api::actor::{Actor, Props};
+use crate::api::actor_ref::{ActorId, ActorRef};
+use crate::api::ask::Reply;
+use crate::api::context::Context;
+use crate::runtime::signal::Envelope;
+use crate::supervision::failure::Outcome;
+use crate::supervision::strategy::{Directive, SupervisorStrategy};
 
 /// The delay before restart number `restart_count` (0-based, counted since
 /// the last reset): `min(max, min_backoff * 2^restart_count) * (1 +

@@ -13,8 +13,8 @@
 use std::collections::VecDeque;
 use std::fmt;
 
-use crate::actor::Actor;
-use crate::context::Context;
+use crate::api::actor::Actor;
+use crate::api::context::Context;
 use crate::patterns::timers::Extras;
 
 /// The stash is full: the message is handed back.

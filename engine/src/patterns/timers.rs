@@ -34,12 +34,12 @@ use std::time::{Duration, Instant};
 use proscenium_mailbox::{Enqueued, TrySendError};
 use proscenium_scheduler::TimerHandle;
 
-use crate::actor::Actor;
-use crate::actor_ref::ActorRef;
-use crate::contain::contain;
-use crate::context::Context;
+use crate::api::actor::Actor;
+use crate::api::actor_ref::ActorRef;
+use crate::api::context::Context;
 use crate::patterns::stash::Stash;
-use crate::signal::Envelope;
+use crate::runtime::contain::contain;
+use crate::runtime::signal::Envelope;
 
 /// Slot states (`TimerSlot::state`).
 const ACTIVE: u8 = 0;

@@ -6,14 +6,14 @@ use std::fmt;
 use std::hash::Hash;
 use std::sync::{Arc, Mutex};
 
-use crate::actor::{Actor, Props};
-use crate::actor_ref::ActorRef;
-use crate::context::Context;
+use crate::api::actor::{Actor, Props};
+use crate::api::actor_ref::ActorRef;
+use crate::api::context::Context;
 use crate::error::SpawnError;
 use crate::patterns::routing::logic::{stable_hash, LogicKind};
 use crate::patterns::routing::resizer::Resizer;
 use crate::patterns::routing::router::Router;
-use crate::supervision::{Directive, SupervisorStrategy};
+use crate::supervision::strategy::{Directive, SupervisorStrategy};
 
 /// Akka's default number of virtual nodes per routee on the hash ring.
 const DEFAULT_VIRTUAL_NODES: usize = 10;

@@ -7,7 +7,7 @@ use std::fmt;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 
-use crate::actor_ref::ActorRef;
+use crate::api::actor_ref::ActorRef;
 
 /// A key function, already hashed: `Fn(&M) -> K` composed with a fixed
 /// hasher (see [`stable_hash`]).

@@ -5,8 +5,8 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::actor_ref::{ActorId, ActorRef};
-use crate::ask::{Ask, GracefulStop, Reply};
+use crate::api::actor_ref::{ActorId, ActorRef};
+use crate::api::ask::{Ask, GracefulStop, Reply};
 
 /// A message to a router.
 ///

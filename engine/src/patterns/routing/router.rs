@@ -5,15 +5,15 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::actor::{Actor, Props};
-use crate::actor_ref::{ActorId, ActorRef};
-use crate::context::Context;
-use crate::failure::{Failure, Outcome};
+use crate::api::actor::{Actor, Props};
+use crate::api::actor_ref::{ActorId, ActorRef};
+use crate::api::context::Context;
 use crate::patterns::routing::config::{Routees, RouterConfig};
 use crate::patterns::routing::logic::{self, Logic, Selection};
 use crate::patterns::routing::message::{Broadcast, BroadcastKind, RouterMsg};
-use crate::signal::Envelope;
-use crate::supervision::SupervisorStrategy;
+use crate::runtime::signal::Envelope;
+use crate::supervision::failure::{Failure, Outcome};
+use crate::supervision::strategy::SupervisorStrategy;
 
 /// The router actor, made by [`Pool::props`](crate::Pool::props) or
 /// [`Group::into_props`](crate::Group::into_props); its messages are

@@ -6,7 +6,7 @@ use std::error::Error as StdError;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::actor_ref::ActorId;
+use crate::api::actor_ref::ActorId;
 
 /// The error a handler returns: any error type, boxed.
 ///

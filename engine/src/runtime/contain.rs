@@ -8,7 +8,7 @@
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use crate::failure::panic_message;
+use crate::supervision::failure::panic_message;
 
 /// Runs `f`; a panic in it is logged, naming `what`, and goes no further.
 #[inline]

@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use proscenium_mailbox::{Enqueued, SendError, TrySendError};
 
-use crate::ask::{self, Ask, GracefulStop};
-use crate::cell::{
+use crate::api::ask::{self, Ask, GracefulStop};
+use crate::runtime::cell::{
     schedule_runnable, schedule_runnable_urgent, undeliverable_system, AnyCell, Cell,
 };
-use crate::signal::{AutoMsg, Envelope, SystemMsg};
+use crate::runtime::signal::{AutoMsg, Envelope, SystemMsg};
 
 /// A typed reference to an actor whose messages are `M`: cheap to clone,
 /// `Send` and `Sync`, valid after the actor is gone (messages then go to

@@ -6,7 +6,7 @@ use std::path::Path;
 use proscenium_scheduler::MIN_STACK_SIZE;
 use proscenium_shutdown::{ConfigError, ShutdownConfig};
 
-use crate::system::SystemBuilder;
+use crate::runtime::system::SystemBuilder;
 
 impl SystemBuilder {
     /// Applies the settings of a TOML document over this builder's:

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use crate::actor_ref::{ActorId, ActorRef};
-use crate::promise::Slot;
-use crate::signal::{SystemMsg, Watcher};
+use crate::api::actor_ref::{ActorId, ActorRef};
+use crate::api::promise::Slot;
+use crate::runtime::signal::{SystemMsg, Watcher};
 
 /// The future of an actor's termination, from
 /// [`ActorId::when_terminated`]: resolves once the actor has terminated

@@ -4,10 +4,10 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::actor_ref::ActorId;
-use crate::context::Context;
-use crate::failure::{ActorError, DeathPact, Failure, Outcome};
-use crate::supervision::SupervisorStrategy;
+use crate::api::actor_ref::ActorId;
+use crate::api::context::Context;
+use crate::supervision::failure::{ActorError, DeathPact, Failure, Outcome};
+use crate::supervision::strategy::SupervisorStrategy;
 
 /// An actor: state plus a handler for its messages.
 ///

@@ -34,13 +34,13 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context as TaskContext, Poll, Wake, Waker};
 use std::time::Duration;
 
-use crate::actor::Actor;
-use crate::ask::Reply;
-use crate::context::Context;
+use crate::api::actor::Actor;
+use crate::api::ask::Reply;
+use crate::api::context::Context;
 
-use crate::actor_ref::ActorRef;
-use crate::ask::{Ask, AskError};
-use crate::contain::{contain, report};
+use crate::api::actor_ref::ActorRef;
+use crate::api::ask::{Ask, AskError};
+use crate::runtime::contain::{contain, report};
 
 /// Pipe states (`PipeShared::state`), changed once from `PENDING` by
 /// compare-and-swap.

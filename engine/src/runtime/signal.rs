@@ -4,9 +4,9 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::actor_ref::ActorId;
-use crate::failure::Failure;
+use crate::api::actor_ref::ActorId;
 use crate::patterns::timers::TimerSlot;
+use crate::supervision::failure::Failure;
 
 /// Lifecycle and supervision signals: handled ahead of any user message
 /// that is not yet being handled, also while the user lane is suspended.

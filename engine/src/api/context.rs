@@ -7,14 +7,14 @@ use std::sync::{Arc, Mutex};
 
 use proscenium_mailbox::Enqueued;
 
-use crate::actor::{Actor, Props};
-use crate::actor_ref::{ActorId, ActorRef};
-use crate::cell::{Cell, CellCore, ChildRecord, Children};
-use crate::driver::Driver;
+use crate::api::actor::{Actor, Props};
+use crate::api::actor_ref::{ActorId, ActorRef};
 use crate::error::{validate_name, SpawnError};
 use crate::patterns::timers::Extras;
-use crate::signal::{SystemMsg, Watcher};
-use crate::system::ActorSystem;
+use crate::runtime::cell::{Cell, CellCore, ChildRecord, Children};
+use crate::runtime::driver::Driver;
+use crate::runtime::signal::{SystemMsg, Watcher};
+use crate::runtime::system::ActorSystem;
 
 /// An actor's view of itself and its surroundings, handed to every handler.
 pub struct Context<A: Actor> {

@@ -17,16 +17,16 @@ use std::time::Instant;
 use proscenium_mailbox::{Dequeued, TrySendError};
 use proscenium_scheduler::Budget;
 
-use crate::actor::{Actor, Props};
-use crate::actor_ref::ActorId;
-use crate::cell::{run_callback, undeliverable_system, Cell, Drive, RunEnd};
-use crate::contain::contain;
-use crate::context::Context;
-use crate::failure::{Failure, Killed, Outcome};
+use crate::api::actor::{Actor, Props};
+use crate::api::actor_ref::ActorId;
+use crate::api::context::Context;
 use crate::observe::events::{publish_lifecycle, publish_supervision, LifecycleKind};
 use crate::patterns::timers::{Extras, TimerSlot};
-use crate::signal::{Envelope, SystemMsg, Watcher};
-use crate::supervision::{Directive, StrategyKind, SupervisorStrategy};
+use crate::runtime::cell::{run_callback, undeliverable_system, Cell, Drive, RunEnd};
+use crate::runtime::contain::contain;
+use crate::runtime::signal::{Envelope, SystemMsg, Watcher};
+use crate::supervision::failure::{Failure, Killed, Outcome};
+use crate::supervision::strategy::{Directive, StrategyKind, SupervisorStrategy};
 
 /// How many messages a terminating actor drains before its mailbox closes
 /// (see `finish_terminate`); what is left after that is drained after it.
@@ -99,7 +99,7 @@ impl<A: Actor> Driver<A> {
         self.me().path()
     }
 
-    fn actor_system(&self) -> &crate::system::ActorSystem {
+    fn actor_system(&self) -> &crate::runtime::system::ActorSystem {
         &self.cell().core.system
     }
 

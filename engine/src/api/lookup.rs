@@ -1,8 +1,8 @@
 //! Finding a live actor by its path ([`ActorSystem::lookup`]): a walk down
 //! the children maps from the root guardian, one name at a time.
 
-use crate::actor_ref::{ActorId, ActorRef};
-use crate::system::ActorSystem;
+use crate::api::actor_ref::{ActorId, ActorRef};
+use crate::runtime::system::ActorSystem;
 
 impl ActorSystem {
     /// The live actor at `path` (such as `/user/parent/child`; `/` is the

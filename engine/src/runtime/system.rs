@@ -12,17 +12,17 @@ use std::time::{Duration, Instant};
 use proscenium_scheduler::{Handle, JoinHandle, QuiesceReport, Scheduler};
 use proscenium_shutdown::{CoordinatedShutdown, Reason, ShutdownConfig, SignalRegistration};
 
-use crate::actor::{Actor, Props};
-use crate::actor_ref::{ActorId, ActorRef};
-use crate::context::{spawn, spawn_root};
-use crate::coordinated;
+use crate::api::actor::{Actor, Props};
+use crate::api::actor_ref::{ActorId, ActorRef};
+use crate::api::context::{spawn, spawn_root};
+use crate::api::promise::Slot;
 use crate::error::{validate_system_name, SpawnError, SystemError};
-use crate::guardian::Root;
 use crate::observe::dead_letters::{DeadLetter, DeadLetters, Kill, PoisonPill};
 use crate::observe::event_stream::EventStream;
-use crate::promise::Slot;
-use crate::signal::{AutoMsg, Envelope};
-use crate::supervision::SupervisorStrategy;
+use crate::runtime::coordinated;
+use crate::runtime::guardian::Root;
+use crate::runtime::signal::{AutoMsg, Envelope};
+use crate::supervision::strategy::SupervisorStrategy;
 
 /// An actor system: a scheduler with its workers, the guardian actors `/`,
 /// `/user` and `/system`, dead letters and an event stream. Cheap to clone
@@ -796,7 +796,7 @@ fn run_on_termination(callback: OnTermination, report: &TerminationReport) {
     let call = std::panic::AssertUnwindSafe(|| callback(report));
     if let Err(payload) = std::panic::catch_unwind(call) {
         tracing::error!(
-            panic = %crate::failure::panic_message(payload.as_ref()),
+            panic = %crate::supervision::failure::panic_message(payload.as_ref()),
             "an on-termination callback panicked"
         );
     }

@@ -9,10 +9,10 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use crate::actor_ref::ActorId;
-use crate::promise::{Expiry, Slot};
-use crate::signal::{SystemMsg, Watcher};
-use crate::system::ActorSystem;
+use crate::api::actor_ref::ActorId;
+use crate::api::promise::{Expiry, Slot};
+use crate::runtime::signal::{SystemMsg, Watcher};
+use crate::runtime::system::ActorSystem;
 
 /// Why an [`Ask`] produced no answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]

@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::failure::Failure;
+use crate::supervision::failure::Failure;
 
 /// What a supervisor does with a failed child.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -9,9 +9,9 @@ use proscenium_shutdown::{
     AddTaskError, CoordinatedShutdown, Phase, ShutdownConfig, SignalRegistration,
 };
 
-use crate::actor_ref::{ActorId, ActorRef};
-use crate::ask::termination_watch;
-use crate::system::{ActorSystem, SystemInner};
+use crate::api::actor_ref::{ActorId, ActorRef};
+use crate::api::ask::termination_watch;
+use crate::runtime::system::{ActorSystem, SystemInner};
 
 /// The engine's additions to [`CoordinatedShutdown`]: tasks that stop an
 /// actor and complete when it has terminated.

@@ -26,11 +26,11 @@
 
 use std::sync::Arc;
 
-use crate::actor::{Actor, Props};
-use crate::actor_ref::{ActorId, ActorRef};
-use crate::context::{spawn, Context};
+use crate::api::actor::{Actor, Props};
+use crate::api::actor_ref::{ActorId, ActorRef};
+use crate::api::context::{spawn, Context};
 use crate::error::SpawnError;
-use crate::failure::Outcome;
+use crate::supervision::failure::Outcome;
 
 type Map<N, M> = Arc<dyn Fn(N) -> M + Send + Sync>;
 

@@ -3,11 +3,11 @@
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
-use crate::actor::{Actor, Props};
-use crate::actor_ref::ActorId;
-use crate::context::Context;
-use crate::failure::Outcome;
-use crate::supervision::SupervisorStrategy;
+use crate::api::actor::{Actor, Props};
+use crate::api::actor_ref::ActorId;
+use crate::api::context::Context;
+use crate::supervision::failure::Outcome;
+use crate::supervision::strategy::SupervisorStrategy;
 
 /// Guardians take no user messages.
 pub(crate) enum Never {}

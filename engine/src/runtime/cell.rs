@@ -11,11 +11,11 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use proscenium_mailbox::{Enqueued, Mailbox, Release, SendError, TrySendError};
 use proscenium_scheduler::{Budget, RunOutcome, Runnable};
 
-use crate::actor_ref::ActorId;
-use crate::contain::{contain, report};
-use crate::signal::{AutoMsg, Envelope, SystemMsg, Watcher};
-use crate::supervision::RestartStats;
-use crate::system::ActorSystem;
+use crate::api::actor_ref::ActorId;
+use crate::runtime::contain::{contain, report};
+use crate::runtime::signal::{AutoMsg, Envelope, SystemMsg, Watcher};
+use crate::runtime::system::ActorSystem;
+use crate::supervision::strategy::RestartStats;
 
 /// The run holder's side of a cell: the actor, its lifecycle state machine
 /// and its context. Implemented by `Driver<A>` for every actor type.
@@ -381,7 +381,7 @@ pub(crate) fn undeliverable_system(target: &ActorId, msg: SystemMsg) {
 pub(crate) fn run_callback(callback: Box<dyn FnOnce() + Send>) {
     if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(callback)) {
         tracing::error!(
-            panic = %crate::failure::panic_message(payload.as_ref()),
+            panic = %crate::supervision::failure::panic_message(payload.as_ref()),
             "a termination callback panicked"
         );
     }
@@ -405,8 +405,8 @@ mod tests {
         // The per-actor state the driver keeps besides the actor itself
         // (112, plus one pointer to the timers, receive timeout and stash,
         // allocated only by actors that use them).
-        let driver = size_of::<crate::driver::Driver<crate::guardian::User>>();
-        let user = size_of::<crate::guardian::User>();
+        let driver = size_of::<crate::runtime::driver::Driver<crate::runtime::guardian::User>>();
+        let user = size_of::<crate::runtime::guardian::User>();
         assert!(driver - user <= 120, "{}", driver - user);
     }
 }
