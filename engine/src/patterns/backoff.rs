@@ -23,6 +23,7 @@ use crate::api::actor::{Actor, Props};
 use crate::api::actor_ref::{ActorId, ActorRef};
 use crate::api::ask::Reply;
 use crate::api::context::Context;
+use crate::error::SpawnError;
 use crate::runtime::signal::Envelope;
 use crate::supervision::failure::Outcome;
 use crate::supervision::strategy::{Directive, SupervisorStrategy};
@@ -326,6 +327,40 @@ pub enum BackoffMsg<M: Send + 'static> {
 impl<M: Send + 'static> From<M> for BackoffMsg<M> {
     fn from(msg: M) -> BackoffMsg<M> {
         BackoffMsg::Msg(msg)
+    }
+}
+
+impl<M: Send + 'static> ActorRef<BackoffMsg<M>> {
+    /// A plain `ActorRef<M>` in front of this backoff supervisor: what it
+    /// is told or asked goes to the current child (as [`BackoffMsg::Msg`];
+    /// to dead letters while the child is down), whichever incarnation that
+    /// is, so whoever holds it sees an actor of `M`s, not the pattern. It
+    /// stops when the supervisor terminates.
+    ///
+    /// Cost: it is an adapter ([`ActorRef::adapt`]), one extra hop per
+    /// message on top of the supervisor's own forwarding, and one small
+    /// actor per call (make it once and clone it); see the router's
+    /// `message_ref` for why no cheaper route exists and for ordering.
+    ///
+    /// ```
+    /// # use proscenium::prelude::*;
+    /// # use std::time::Duration;
+    /// # struct Echo;
+    /// # impl Actor for Echo {
+    /// #     type Msg = (u32, Reply<u32>);
+    /// #     fn receive(&mut self, _: &mut Context<Self>, (n, r): Self::Msg) -> Outcome { r.send(n); Ok(()) }
+    /// # }
+    /// # let system = ActorSystem::builder().workers(1).pin_workers(false).build()?;
+    /// let s = Duration::from_secs;
+    /// let props = BackoffOptions::on_stop(Props::new(|| Echo), "echo", s(1), s(10), 0.2).props();
+    /// let supervisor = system.spawn(props, "echoSupervisor")?;
+    /// let echo: ActorRef<(u32, Reply<u32>)> = supervisor.message_ref()?;
+    /// assert_eq!(echo.ask(|r| (7, r), s(1)).wait(), Ok(7));
+    /// # system.terminate().wait();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn message_ref(&self) -> Result<ActorRef<M>, SpawnError> {
+        self.adapt(BackoffMsg::Msg)
     }
 }
 

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use crate::api::actor_ref::{ActorId, ActorRef};
 use crate::api::ask::{Ask, GracefulStop, Reply};
+use crate::error::SpawnError;
 
 /// A message to a router.
 ///
@@ -217,6 +218,13 @@ impl<M: Send + 'static> RouterRef<M> {
         self.router.graceful_stop(timeout)
     }
 
+    /// A plain `ActorRef<M>` that routes, for code that should not see the
+    /// router behind it; as the router reference's own `message_ref`
+    /// (below), whose doc gives the cost.
+    pub fn message_ref(&self) -> Result<ActorRef<M>, SpawnError> {
+        self.router.message_ref()
+    }
+
     /// The wrapped reference.
     pub fn actor_ref(&self) -> &ActorRef<RouterMsg<M>> {
         &self.router
@@ -225,6 +233,44 @@ impl<M: Send + 'static> RouterRef<M> {
     /// The router's id.
     pub fn id(&self) -> ActorId {
         self.router.id()
+    }
+}
+
+impl<M: Send + 'static> ActorRef<RouterMsg<M>> {
+    /// A plain `ActorRef<M>` in front of this router: what it is told or
+    /// asked is routed (as [`RouterMsg::Route`]), so whoever holds it sees
+    /// an actor of `M`s, not a router. It stops when the router terminates.
+    ///
+    /// Cost: it is an adapter ([`ActorRef::adapt`]): a small forwarding
+    /// actor under `/system` that watches the router. Each message through
+    /// it takes one extra hop (handled by the adapter, then told to the
+    /// router: about twice the work of a tell; BENCHMARKS.md, "Narrowed
+    /// references"), and each call makes a new adapter: make it once and
+    /// clone it. The hop-free route, the router's own cell taking `M`s, is
+    /// not open: an `ActorRef<M>` is the cell of an actor of `M`s, and a
+    /// cell that took another type would need a conversion (dynamic
+    /// dispatch or a stored function) in every reference's `tell`, which
+    /// every actor would pay. Per sender, messages through this reference
+    /// keep their order, but one sent to the router directly may overtake
+    /// them; a PoisonPill or stop sent through it stops the adapter only.
+    ///
+    /// ```
+    /// # use proscenium::prelude::*;
+    /// # use std::time::Duration;
+    /// # struct Echo;
+    /// # impl Actor for Echo {
+    /// #     type Msg = (u32, Reply<u32>);
+    /// #     fn receive(&mut self, _: &mut Context<Self>, (n, r): Self::Msg) -> Outcome { r.send(n); Ok(()) }
+    /// # }
+    /// # let system = ActorSystem::builder().workers(1).pin_workers(false).build()?;
+    /// let pool = system.spawn(Pool::round_robin(4).props(Props::new(|| Echo)), "echoes")?;
+    /// let echoes: ActorRef<(u32, Reply<u32>)> = pool.message_ref()?;
+    /// assert_eq!(echoes.ask(|r| (7, r), Duration::from_secs(1)).wait(), Ok(7));
+    /// # system.terminate().wait();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn message_ref(&self) -> Result<ActorRef<M>, SpawnError> {
+        self.adapt(RouterMsg::Route)
     }
 }
 
