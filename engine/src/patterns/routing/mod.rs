@@ -10,7 +10,9 @@
 //! every routee whatever the logic. A pool can resize with the load
 //! ([`Resizer`]). Spawning a router's props gives an
 //! `ActorRef<RouterMsg<M>>`, where `M` is the routees' message type;
-//! [`RouterRef`] wraps it for `tell(m)` and `broadcast(m)`.
+//! [`RouterRef`] wraps it for `tell(m)` and `broadcast(m)`, and
+//! [`RouterRef::message_ref`] hands out a plain `ActorRef<M>` that routes
+//! (one extra hop) to code that should not see the router.
 //!
 //! ```
 //! use proscenium::prelude::*;
