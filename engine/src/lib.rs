@@ -175,59 +175,48 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 #![doc(test(attr(deny(warnings))))]
 
-mod actor;
-mod actor_ref;
-mod adapt;
-mod ask;
-mod backoff;
-mod cell;
-mod config;
-mod contain;
-mod context;
-mod coordinated;
-mod dead_letters;
-mod driver;
-mod error;
-mod event_stream;
-mod events;
-mod failure;
-mod guardian;
-mod lookup;
-mod pipe;
-mod promise;
-mod routing;
-mod signal;
-mod stash;
-mod supervision;
-mod system;
-mod terminated;
+// Modules by concern (each folder's mod.rs lists its files):
+mod api; // what user code names: actors, refs, context, ask, futures
+mod error; // spawn and system errors
+mod observe; // dead letters, the event stream, system events
+mod patterns; // backoff, routers, stash, timers
+mod runtime; // cells, the driver, guardians, the system, its shutdown
+mod supervision; // failures and strategies
 #[cfg(feature = "testkit")]
 pub mod testkit;
-mod timers;
 
-pub use crate::{
-    actor::{Actor, Props},
-    actor_ref::{ActorId, ActorRef, StopSignal},
-    ask::{Ask, AskError, GracefulStop, Reply},
-    backoff::{
-        backoff_delay, BackoffMsg, BackoffOptions, BackoffRestartScheduled, BackoffSupervisor,
-        BackoffTimer,
-    },
-    context::Context,
-    coordinated::CoordinatedShutdownExt,
-    dead_letters::{DeadLetter, Kill, PoisonPill},
-    error::{SpawnError, SystemError},
-    event_stream::{EventStream, Subscription},
-    events::{LifecycleEvent, LifecycleKind, SupervisionEvent, UnhandledMessage},
-    failure::{ActorError, DeathPact, Failure, Killed, Outcome},
-    pipe::PipeHandle,
-    routing::{Broadcast, Group, Pool, Resizer, Router, RouterMsg, RouterRef},
-    stash::StashOverflowError,
-    supervision::{default_decider, Directive, StrategyKind, SupervisorStrategy},
-    system::{ActorSystem, SystemBuilder, Termination, TerminationReport},
-    terminated::ActorTermination,
-    timers::{Cancellable, TimerKey},
+// The actor API: actors, references, context, ask, futures.
+pub use crate::api::actor::{Actor, Props};
+pub use crate::api::actor_ref::{ActorId, ActorRef, StopSignal};
+pub use crate::api::ask::{Ask, AskError, GracefulStop, Reply};
+pub use crate::api::context::Context;
+pub use crate::api::pipe::PipeHandle;
+pub use crate::api::terminated::ActorTermination;
+// Supervision: failures and strategies.
+pub use crate::supervision::failure::{ActorError, DeathPact, Failure, Killed, Outcome};
+pub use crate::supervision::strategy::{
+    default_decider, Directive, StrategyKind, SupervisorStrategy,
 };
+// Observability: dead letters and the event stream.
+pub use crate::observe::dead_letters::{DeadLetter, Kill, PoisonPill};
+pub use crate::observe::event_stream::{EventStream, Subscription};
+pub use crate::observe::events::{
+    LifecycleEvent, LifecycleKind, SupervisionEvent, UnhandledMessage,
+};
+// Patterns: backoff, routers, stash, timers.
+pub use crate::patterns::backoff::{
+    backoff_delay, BackoffMsg, BackoffOptions, BackoffRestartScheduled, BackoffSupervisor,
+    BackoffTimer,
+};
+pub use crate::patterns::routing::{Broadcast, Group, Pool, Resizer, Router, RouterMsg, RouterRef};
+pub use crate::patterns::stash::StashOverflowError;
+pub use crate::patterns::timers::{Cancellable, TimerKey};
+// The runtime: the system, its settings and its shutdown.
+pub use crate::runtime::coordinated::CoordinatedShutdownExt;
+pub use crate::runtime::system::{ActorSystem, SystemBuilder, Termination, TerminationReport};
+// Errors.
+pub use crate::error::{SpawnError, SystemError};
+// From the layers below: mailbox, scheduler, shutdown.
 pub use proscenium_mailbox::{trim_node_cache, TrySendError};
 pub use proscenium_scheduler::net;
 /// The scheduler's handle and task types, as [`ActorSystem::scheduler_handle`]

@@ -6,10 +6,10 @@ use std::fmt;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::{Duration, Instant};
 
-use crate::actor_ref::ActorId;
-use crate::dead_letters::DeadLetter;
-use crate::event_stream::Subscription;
-use crate::system::ActorSystem;
+use crate::api::actor_ref::ActorId;
+use crate::observe::dead_letters::DeadLetter;
+use crate::observe::event_stream::Subscription;
+use crate::runtime::system::ActorSystem;
 
 use super::deadline_after;
 

@@ -6,12 +6,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::time::{Duration, Instant};
 
-use crate::actor::{Actor, Props};
-use crate::actor_ref::{ActorId, ActorRef};
-use crate::context::Context;
-use crate::failure::Outcome;
-use crate::signal::{SystemMsg, Watcher};
-use crate::system::ActorSystem;
+use crate::api::actor::{Actor, Props};
+use crate::api::actor_ref::{ActorId, ActorRef};
+use crate::api::context::Context;
+use crate::runtime::signal::{SystemMsg, Watcher};
+use crate::runtime::system::ActorSystem;
+use crate::supervision::failure::Outcome;
 
 use super::{deadline_after as deadline, type_name_of};
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 use proscenium_shutdown::ShutdownConfig;
 
 use crate::error::SystemError;
-use crate::system::{ActorSystem, SystemBuilder, TerminationReport};
+use crate::runtime::system::{ActorSystem, SystemBuilder, TerminationReport};
 
 use super::PATIENCE;
 

@@ -1,0 +1,201 @@
+//! The [`Actor`] trait and [`Props`], the recipe a parent (or a restart)
+//! creates an actor from.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::api::actor_ref::ActorId;
+use crate::api::context::Context;
+use crate::supervision::failure::{ActorError, DeathPact, Failure, Outcome};
+use crate::supervision::strategy::SupervisorStrategy;
+
+/// An actor: state plus a handler for its messages.
+///
+/// Handlers run on the scheduler's workers, one message at a time, and must
+/// not block. An `Err` or a panic from any handler fails the actor and hands
+/// the [`Failure`] to its parent's [`SupervisorStrategy`].
+///
+/// ```
+/// # #![allow(dead_code)]
+/// use proscenium::prelude::*;
+///
+/// struct Counter { n: u64 }
+/// enum CounterMsg { Add(u64), Get(Reply<u64>) }
+///
+/// impl Actor for Counter {
+///     type Msg = CounterMsg;
+///     fn receive(&mut self, _ctx: &mut Context<Self>, msg: CounterMsg) -> Outcome {
+///         match msg {
+///             CounterMsg::Add(k) => self.n += k,
+///             CounterMsg::Get(reply) => reply.send(self.n),
+///         }
+///         Ok(())
+///     }
+/// }
+/// # let _ = Props::new(|| Counter { n: 0 });
+/// ```
+pub trait Actor: Send + Sized + 'static {
+    /// The user messages this actor handles.
+    type Msg: Send + 'static;
+
+    /// Handles one user message.
+    fn receive(&mut self, ctx: &mut Context<Self>, msg: Self::Msg) -> Outcome;
+
+    /// Runs once per incarnation before the first message (and, by default,
+    /// from [`post_restart`](Self::post_restart)). An error here is an
+    /// initialization failure, which the default decider answers with Stop.
+    fn pre_start(&mut self, ctx: &mut Context<Self>) -> Outcome {
+        let _ = ctx;
+        Ok(())
+    }
+
+    /// Runs exactly once per incarnation when it ends: after the actor's
+    /// children have stopped, or (by default) from
+    /// [`pre_restart`](Self::pre_restart). Panics are logged and ignored.
+    fn post_stop(&mut self, ctx: &mut Context<Self>) {
+        let _ = ctx;
+    }
+
+    /// Runs on the failed instance before it is replaced. The default stops
+    /// every child and calls [`post_stop`](Self::post_stop); the restart then
+    /// waits for those children to terminate. The failing message is not
+    /// handed back: `receive` took it by value.
+    fn pre_restart(&mut self, ctx: &mut Context<Self>, failure: &Failure) {
+        let _ = failure;
+        ctx.stop_all_children();
+        self.post_stop(ctx);
+    }
+
+    /// Runs on the fresh instance after a restart. The default calls
+    /// [`pre_start`](Self::pre_start). An error here is an initialization
+    /// failure.
+    fn post_restart(&mut self, ctx: &mut Context<Self>, failure: &Failure) -> Outcome {
+        let _ = failure;
+        self.pre_start(ctx)
+    }
+
+    /// Handles the termination of an actor this one watches (at most once per
+    /// watch). The default fails the actor with [`DeathPact`].
+    fn on_terminated(&mut self, ctx: &mut Context<Self>, who: ActorId) -> Outcome {
+        let _ = ctx;
+        Err(Box::new(DeathPact(who)))
+    }
+
+    /// How this actor supervises its children. Asked once per child failure.
+    fn supervisor_strategy(&self) -> SupervisorStrategy {
+        SupervisorStrategy::default()
+    }
+}
+
+type Factory<A> = dyn Fn() -> Result<A, ActorError> + Send + Sync;
+
+/// How to create an actor: a factory, called again on every restart, and
+/// mailbox settings.
+///
+/// ```
+/// # #![allow(dead_code)]
+/// use proscenium::prelude::*;
+/// # struct Worker { id: u32 }
+/// # impl Actor for Worker { type Msg = (); fn receive(&mut self, _: &mut Context<Self>, _: ()) -> Outcome { Ok(()) } }
+/// let id = 7;
+/// let props = Props::new(move || Worker { id }).with_mailbox_capacity(1024);
+/// let fallible = Props::try_new(|| -> Result<Worker, std::io::Error> { Ok(Worker { id: 1 }) });
+/// # let _ = (props, fallible);
+/// ```
+pub struct Props<A: Actor> {
+    factory: Arc<Factory<A>>,
+    capacity: Capacities,
+}
+
+/// The mailbox and stash bounds, `UNSET` for none: packed in two words
+/// (two `Option<usize>` would take four, in every actor's driver).
+#[derive(Clone, Copy)]
+struct Capacities {
+    mailbox: usize,
+    stash: usize,
+}
+
+const UNSET: usize = usize::MAX;
+
+impl Capacities {
+    const NONE: Capacities = Capacities {
+        mailbox: UNSET,
+        stash: UNSET,
+    };
+
+    fn get(v: usize) -> Option<usize> {
+        (v != UNSET).then_some(v)
+    }
+}
+
+impl<A: Actor> Props<A> {
+    /// Props from an infallible factory.
+    pub fn new(factory: impl Fn() -> A + Send + Sync + 'static) -> Props<A> {
+        Props {
+            factory: Arc::new(move || Ok(factory())),
+            capacity: Capacities::NONE,
+        }
+    }
+
+    /// Props from a fallible factory: an `Err` (or a panic) is an
+    /// initialization failure.
+    pub fn try_new<E>(factory: impl Fn() -> Result<A, E> + Send + Sync + 'static) -> Props<A>
+    where
+        E: Into<ActorError>,
+    {
+        Props {
+            factory: Arc::new(move || factory().map_err(Into::into)),
+            capacity: Capacities::NONE,
+        }
+    }
+
+    /// Bounds the user lane: a `tell` to a full mailbox goes to dead letters
+    /// and [`try_tell`](crate::ActorRef::try_tell) hands the message back.
+    /// A capacity of zero is refused by `spawn` with
+    /// [`SpawnError::ZeroCapacity`](crate::SpawnError::ZeroCapacity);
+    /// `usize::MAX` means unbounded.
+    pub fn with_mailbox_capacity(mut self, capacity: usize) -> Props<A> {
+        self.capacity.mailbox = capacity;
+        self
+    }
+
+    /// Bounds the actor's stash (see [`Context::stash`]): stashing more
+    /// fails with [`StashOverflowError`](crate::StashOverflowError), which
+    /// hands the message back. Unbounded by default (as Akka's default
+    /// `stash-capacity`); `usize::MAX` means unbounded.
+    pub fn with_stash_capacity(mut self, capacity: usize) -> Props<A> {
+        self.capacity.stash = capacity;
+        self
+    }
+
+    pub(crate) fn stash_capacity(&self) -> Option<usize> {
+        Capacities::get(self.capacity.stash)
+    }
+
+    pub(crate) fn mailbox_capacity(&self) -> Option<usize> {
+        Capacities::get(self.capacity.mailbox)
+    }
+
+    pub(crate) fn produce(&self) -> Result<A, ActorError> {
+        (self.factory)()
+    }
+}
+
+impl<A: Actor> Clone for Props<A> {
+    fn clone(&self) -> Props<A> {
+        Props {
+            factory: Arc::clone(&self.factory),
+            capacity: self.capacity,
+        }
+    }
+}
+
+impl<A: Actor> fmt::Debug for Props<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Props")
+            .field("actor", &std::any::type_name::<A>())
+            .field("mailbox_capacity", &self.mailbox_capacity())
+            .field("stash_capacity", &self.stash_capacity())
+            .finish()
+    }
+}

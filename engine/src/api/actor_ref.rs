@@ -1,0 +1,389 @@
+//! References to actors: the typed [`ActorRef`] that carries messages, and
+//! the untyped [`ActorId`] used to watch, stop and identify any actor.
+
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+use std::time::Duration;
+
+use proscenium_mailbox::{Enqueued, SendError, TrySendError};
+
+use crate::api::ask::{self, Ask, GracefulStop};
+use crate::runtime::cell::{
+    schedule_runnable, schedule_runnable_urgent, undeliverable_system, AnyCell, Cell,
+};
+use crate::runtime::signal::{AutoMsg, Envelope, SystemMsg};
+
+/// A typed reference to an actor whose messages are `M`: cheap to clone,
+/// `Send` and `Sync`, valid after the actor is gone (messages then go to
+/// dead letters).
+pub struct ActorRef<M: Send + 'static> {
+    pub(crate) cell: Arc<Cell<M>>,
+}
+
+impl<M: Send + 'static> ActorRef<M> {
+    /// Sends `msg` (fire and forget). If the actor has terminated, or its
+    /// bounded mailbox is full, the message goes to dead letters.
+    #[inline]
+    pub fn tell(&self, msg: M) {
+        self.cell.send_user(Envelope::Msg(msg));
+    }
+
+    /// Sends `msg`, or hands it back: [`TrySendError::Full`] for a full
+    /// bounded mailbox, [`TrySendError::Closed`] for a terminated actor.
+    /// Nothing goes to dead letters.
+    pub fn try_tell(&self, msg: M) -> Result<(), TrySendError<M>> {
+        match self.cell.mailbox.enqueue_user(Envelope::Msg(msg)) {
+            Ok(Enqueued::AlreadyScheduled) => Ok(()),
+            Ok(Enqueued::MustSchedule) => {
+                self.cell.schedule();
+                Ok(())
+            }
+            Err(TrySendError::Full(e)) => Err(TrySendError::Full(unwrap_msg(e))),
+            Err(TrySendError::Closed(e)) => Err(TrySendError::Closed(unwrap_msg(e))),
+        }
+    }
+
+    /// Request-reply: builds a message around a [`Reply`](crate::Reply),
+    /// sends it, and returns a future of the answer. The future fails with
+    /// [`AskError::Timeout`](crate::AskError::Timeout) after `timeout`, and
+    /// with [`AskError::NoReply`](crate::AskError::NoReply) as soon as the
+    /// request is dropped unanswered (for example because the actor is
+    /// gone). A reply that comes after the timeout goes to dead letters.
+    ///
+    /// ```
+    /// # use proscenium::prelude::*;
+    /// # use std::time::Duration;
+    /// # struct Echo;
+    /// # impl Actor for Echo {
+    /// #     type Msg = (u32, Reply<u32>);
+    /// #     fn receive(&mut self, _: &mut Context<Self>, (n, r): Self::Msg) -> Outcome { r.send(n); Ok(()) }
+    /// # }
+    /// # let system = ActorSystem::builder().workers(1).pin_workers(false).build()?;
+    /// let echo = system.spawn(Props::new(|| Echo), "echo")?;
+    /// let answer = echo.ask(|reply| (7, reply), Duration::from_secs(1)).wait();
+    /// assert_eq!(answer, Ok(7));
+    /// # system.terminate().wait();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn ask<R: Send + 'static>(
+        &self,
+        make: impl FnOnce(crate::Reply<R>) -> M,
+        timeout: Duration,
+    ) -> Ask<R> {
+        let (reply, ask) = ask::request(&self.cell.core.system, timeout);
+        self.tell(make(reply));
+        ask
+    }
+
+    /// Stops the actor after its current message, as
+    /// [`ActorId::stop`].
+    pub fn stop(&self) {
+        self.cell.id().stop();
+    }
+
+    /// Sends a PoisonPill (user lane, after what is queued), as
+    /// [`ActorId::poison_pill`].
+    pub fn poison_pill(&self) {
+        self.cell.send_user(Envelope::PoisonPill);
+    }
+
+    /// Sends Kill (user lane): the actor fails with [`Killed`](crate::Killed).
+    pub fn kill(&self) {
+        self.cell.send_user(Envelope::Kill);
+    }
+
+    /// Sends a PoisonPill and completes with `true` once the actor has
+    /// terminated, or with `false` if it has not after `timeout`. A full
+    /// bounded mailbox that refuses the PoisonPill gets a stop on the
+    /// system lane instead, as [`ActorId::graceful_stop`] says.
+    pub fn graceful_stop(&self, timeout: Duration) -> GracefulStop {
+        self.id().graceful_stop(timeout)
+    }
+
+    /// Like [`graceful_stop`](Self::graceful_stop) with another stop signal,
+    /// as [`ActorId::graceful_stop_by`].
+    pub fn graceful_stop_by(&self, signal: StopSignal, timeout: Duration) -> GracefulStop {
+        self.id().graceful_stop_by(signal, timeout)
+    }
+
+    /// Like [`graceful_stop`](Self::graceful_stop), with `msg` sent instead of
+    /// a PoisonPill (a message the actor answers by stopping itself).
+    pub fn graceful_stop_with(&self, msg: M, timeout: Duration) -> GracefulStop {
+        let id = self.id();
+        let stop = ask::graceful_stop_watch(&id, timeout);
+        if !stop.already_terminated() {
+            self.tell(msg);
+        }
+        stop
+    }
+
+    /// The untyped id of this actor.
+    pub fn id(&self) -> ActorId {
+        self.cell.id()
+    }
+
+    /// The actor's path, such as `/user/parent/child`.
+    pub fn path(&self) -> String {
+        self.id().path()
+    }
+
+    /// The actor's name (the last path element).
+    pub fn name(&self) -> &str {
+        &self.cell.core.name
+    }
+
+    /// Whether the actor has terminated (a hint: it may terminate right
+    /// after this returns `false`).
+    pub fn is_terminated(&self) -> bool {
+        self.cell.mailbox.is_closed()
+    }
+}
+
+fn unwrap_msg<M: Send + 'static>(e: Envelope<M>) -> M {
+    match e {
+        Envelope::Msg(m) => m,
+        _ => unreachable!("try_tell only enqueues user messages"),
+    }
+}
+
+impl<M: Send + 'static> Clone for ActorRef<M> {
+    fn clone(&self) -> ActorRef<M> {
+        ActorRef {
+            cell: Arc::clone(&self.cell),
+        }
+    }
+}
+
+impl<M: Send + 'static> fmt::Debug for ActorRef<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ActorRef({}#{})", self.path(), self.cell.core.uid)
+    }
+}
+
+impl<M: Send + 'static> PartialEq for ActorRef<M> {
+    fn eq(&self, other: &ActorRef<M>) -> bool {
+        self.cell.core.uid == other.cell.core.uid
+    }
+}
+
+impl<M: Send + 'static> Eq for ActorRef<M> {}
+
+impl<M: Send + 'static> Hash for ActorRef<M> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.cell.core.uid.hash(state);
+    }
+}
+
+impl<M: Send + 'static> From<ActorRef<M>> for ActorId {
+    fn from(r: ActorRef<M>) -> ActorId {
+        ActorId::new(r.cell)
+    }
+}
+
+/// An untyped reference to any actor: to watch it, stop it, compare it,
+/// and print its path. Equal ids name the same incarnation of the same
+/// actor (a new actor under a reused name has a different id).
+#[derive(Clone)]
+pub struct ActorId {
+    cell: Arc<dyn AnyCell>,
+}
+
+impl ActorId {
+    pub(crate) fn new(cell: Arc<dyn AnyCell>) -> ActorId {
+        ActorId { cell }
+    }
+
+    pub(crate) fn cell(&self) -> &dyn AnyCell {
+        &*self.cell
+    }
+
+    /// The typed reference, if this actor's messages are `M`.
+    pub(crate) fn downcast<M: Send + 'static>(&self) -> Option<ActorRef<M>> {
+        let any = Arc::clone(&self.cell).into_any();
+        any.downcast::<Cell<M>>().ok().map(|cell| ActorRef { cell })
+    }
+
+    /// Sends a system message; schedules the actor if this send won its
+    /// run; a message to a terminated actor is answered as
+    /// `undeliverable_system` says.
+    pub(crate) fn send_system(&self, msg: SystemMsg) {
+        match self.cell.enqueue_system(msg) {
+            Ok(Enqueued::AlreadyScheduled) => {}
+            Ok(Enqueued::MustSchedule) => {
+                schedule_runnable_urgent(self.cell.core(), Arc::clone(&self.cell).into_runnable());
+            }
+            Err(SendError(msg)) => undeliverable_system(self, msg),
+        }
+    }
+
+    fn send_auto(&self, msg: AutoMsg) {
+        if let Err(refused) = self.try_send_auto(msg) {
+            let msg = refused.into_inner();
+            self.cell.core().system.dead_auto(self.clone(), msg);
+        }
+    }
+
+    /// Enqueues PoisonPill or Kill in the user lane (scheduling the actor
+    /// if this send won its run), or hands it back: the mailbox is full or
+    /// closed.
+    fn try_send_auto(&self, msg: AutoMsg) -> Result<(), TrySendError<AutoMsg>> {
+        match self.cell.enqueue_auto(msg)? {
+            Enqueued::AlreadyScheduled => {}
+            Enqueued::MustSchedule => {
+                schedule_runnable(self.cell.core(), Arc::clone(&self.cell).into_runnable());
+            }
+        }
+        Ok(())
+    }
+
+    /// Stops the actor: on its system lane, so after the message it is
+    /// handling now and before any queued one; its children stop first, then
+    /// its `post_stop` runs; what is still queued goes to dead letters.
+    pub fn stop(&self) {
+        self.send_system(SystemMsg::Terminate);
+    }
+
+    /// Sends a PoisonPill on the user lane: the actor handles what is queued
+    /// ahead of it, then stops; messages behind it go to dead letters. A
+    /// full bounded mailbox refuses it like any message (a dead letter);
+    /// [`graceful_stop`](Self::graceful_stop) stops the actor even then.
+    pub fn poison_pill(&self) {
+        self.send_auto(AutoMsg::PoisonPill);
+    }
+
+    /// Sends Kill on the user lane: the actor fails with
+    /// [`Killed`](crate::Killed), which its supervisor logs and (by default)
+    /// answers with Stop.
+    pub fn kill(&self) {
+        self.send_auto(AutoMsg::Kill);
+    }
+
+    /// Sends a PoisonPill; completes with `true` once the actor has
+    /// terminated, or `false` if it has not after `timeout`.
+    ///
+    /// If the actor's bounded mailbox is full, the PoisonPill cannot be
+    /// queued: the actor is then stopped on its system lane instead (as
+    /// [`stop`](Self::stop): after the message it is handling now, and what
+    /// is queued goes to dead letters), so a graceful stop always stops.
+    pub fn graceful_stop(&self, timeout: Duration) -> GracefulStop {
+        self.graceful_stop_by(StopSignal::PoisonPill, timeout)
+    }
+
+    /// Like [`graceful_stop`](Self::graceful_stop) with a stop signal other
+    /// than a PoisonPill: [`StopSignal::Stop`] or [`StopSignal::Kill`]. A
+    /// PoisonPill or a Kill that a full bounded mailbox refuses is replaced
+    /// by a stop on the system lane (after the current message).
+    pub fn graceful_stop_by(&self, signal: StopSignal, timeout: Duration) -> GracefulStop {
+        let stop = ask::graceful_stop_watch(self, timeout);
+        if stop.already_terminated() {
+            return stop;
+        }
+        let auto = match signal {
+            StopSignal::PoisonPill => AutoMsg::PoisonPill,
+            StopSignal::Kill => AutoMsg::Kill,
+            StopSignal::Stop => {
+                self.stop();
+                return stop;
+            }
+        };
+        match self.try_send_auto(auto) {
+            Ok(()) => {}
+            // The user lane is full: it cannot take the signal now, and the
+            // caller asked for a stop, not a dead letter.
+            Err(TrySendError::Full(auto)) => {
+                tracing::debug!(actor = %self, signal = ?auto, "the mailbox is full: stopping on the system lane instead");
+                self.stop();
+            }
+            Err(TrySendError::Closed(auto)) => {
+                self.cell.core().system.dead_auto(self.clone(), auto)
+            }
+        }
+        stop
+    }
+
+    /// The actor's path, such as `/user/parent/child` (`/` for the root).
+    pub fn path(&self) -> String {
+        // A loop up the parent chain, not a recursion: a hierarchy can be
+        // deep enough (tens of thousands of levels) to overflow a stack.
+        let mut names: Vec<&str> = Vec::new();
+        let mut core = self.cell.core();
+        while let Some(parent) = &core.parent {
+            names.push(&core.name);
+            core = parent.cell.core();
+        }
+        if names.is_empty() {
+            return "/".to_owned();
+        }
+        let mut path = String::with_capacity(names.iter().map(|n| n.len() + 1).sum());
+        for name in names.iter().rev() {
+            path.push('/');
+            path.push_str(name);
+        }
+        path
+    }
+
+    /// The actor's name (the last element of its path).
+    pub fn name(&self) -> &str {
+        &self.cell.core().name
+    }
+
+    /// A number unique to this actor incarnation in the process.
+    pub fn uid(&self) -> u64 {
+        self.cell.core().uid
+    }
+
+    /// Whether the actor has terminated (a hint, as
+    /// [`ActorRef::is_terminated`]).
+    pub fn is_terminated(&self) -> bool {
+        self.cell.is_closed()
+    }
+
+    /// User messages queued, for an actor with a bounded mailbox.
+    pub fn queued(&self) -> Option<usize> {
+        self.cell.queued()
+    }
+}
+
+/// Which stop signal [`ActorId::graceful_stop_by`] sends.
+///
+/// A graceful stop always stops: when a full bounded mailbox refuses a
+/// PoisonPill or a Kill, the actor is stopped on its system lane instead
+/// (as with [`StopSignal::Stop`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopSignal {
+    /// User lane, after what is queued (the default of `graceful_stop`);
+    /// with a full bounded mailbox, a stop after the current message.
+    PoisonPill,
+    /// System lane, after the current message.
+    Stop,
+    /// User lane; fails the actor with `Killed`. With a full bounded
+    /// mailbox, a stop after the current message (not logged as killed).
+    Kill,
+}
+
+impl fmt::Debug for ActorId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ActorId({}#{})", self.path(), self.uid())
+    }
+}
+
+impl fmt::Display for ActorId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.path())
+    }
+}
+
+impl PartialEq for ActorId {
+    fn eq(&self, other: &ActorId) -> bool {
+        self.uid() == other.uid()
+    }
+}
+
+impl Eq for ActorId {}
+
+impl Hash for ActorId {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.uid().hash(state);
+    }
+}

@@ -1,0 +1,295 @@
+//! [`Context`]: what a handler can do besides changing its own state:
+//! spawn and stop children, watch other actors, reach itself and the
+//! system.
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use proscenium_mailbox::Enqueued;
+
+use crate::api::actor::{Actor, Props};
+use crate::api::actor_ref::{ActorId, ActorRef};
+use crate::error::{validate_name, SpawnError};
+use crate::patterns::timers::Extras;
+use crate::runtime::cell::{Cell, CellCore, ChildRecord, Children};
+use crate::runtime::driver::Driver;
+use crate::runtime::signal::{SystemMsg, Watcher};
+use crate::runtime::system::ActorSystem;
+
+/// An actor's view of itself and its surroundings, handed to every handler.
+pub struct Context<A: Actor> {
+    /// The cell being run; set for the length of each run (so the cell does
+    /// not own a reference to itself between runs).
+    pub(crate) cell: Option<Arc<Cell<A::Msg>>>,
+    /// Death-watch state, allocated by the first `watch` (most actors never
+    /// watch: 8 bytes in every cell instead of 56).
+    pub(crate) watch: Option<Box<Watching>>,
+    /// Timers, receive timeout and stash, allocated on first use (or at
+    /// creation for an actor whose props bound its stash).
+    pub(crate) extras: Option<Box<Extras<A::Msg>>>,
+}
+
+/// What an actor's death watch keeps.
+#[derive(Default)]
+pub(crate) struct Watching {
+    /// Actors this one watches, with no duplicates.
+    pub(crate) watching: Vec<ActorId>,
+    /// Terminated signals queued in the user lane and not yet handled, by
+    /// sequence number; `unwatch` removes them.
+    pub(crate) terminated_queued: Vec<(u64, ActorId)>,
+    pub(crate) next_terminated: u64,
+}
+
+impl<A: Actor> Context<A> {
+    pub(crate) fn new() -> Context<A> {
+        Context {
+            cell: None,
+            watch: None,
+            extras: None,
+        }
+    }
+
+    /// The death-watch state, allocated on first use.
+    pub(crate) fn watch_state(&mut self) -> &mut Watching {
+        self.watch.get_or_insert_with(Box::default)
+    }
+
+    pub(crate) fn cell(&self) -> &Arc<Cell<A::Msg>> {
+        self.cell
+            .as_ref()
+            .expect("a context is only reachable from inside its actor's run")
+    }
+
+    pub(crate) fn core(&self) -> &CellCore {
+        &self.cell().core
+    }
+
+    /// This actor's typed reference.
+    pub fn self_ref(&self) -> ActorRef<A::Msg> {
+        ActorRef {
+            cell: Arc::clone(self.cell()),
+        }
+    }
+
+    /// This actor's id.
+    pub fn id(&self) -> ActorId {
+        self.cell().id()
+    }
+
+    /// This actor's path.
+    pub fn path(&self) -> String {
+        self.id().path()
+    }
+
+    /// The actor system this actor lives in. This is the engine's own
+    /// reference: neither it nor a clone of it keeps the system alive (as a
+    /// tokio `Handle` does not keep its runtime), so an actor may store a
+    /// clone without keeping its system from terminating when the user's
+    /// last handle is dropped; see [`ActorSystem`]'s lifetime.
+    pub fn system(&self) -> &ActorSystem {
+        &self.core().system
+    }
+
+    /// This actor's parent (`None` only for the root guardian).
+    pub fn parent(&self) -> Option<&ActorId> {
+        self.core().parent.as_ref()
+    }
+
+    /// Creates a child named `name` (unique among this actor's children;
+    /// a name is free again once its previous holder has terminated).
+    pub fn spawn<B: Actor>(
+        &mut self,
+        props: Props<B>,
+        name: &str,
+    ) -> Result<ActorRef<B::Msg>, SpawnError> {
+        spawn(&self.id(), props, Some(name))
+    }
+
+    /// Creates a child with a generated name (`$a`, `$b`, ...).
+    pub fn spawn_anonymous<B: Actor>(
+        &mut self,
+        props: Props<B>,
+    ) -> Result<ActorRef<B::Msg>, SpawnError> {
+        spawn(&self.id(), props, None)
+    }
+
+    /// This actor's children that have not terminated yet (including those
+    /// asked to stop).
+    pub fn children(&self) -> Vec<ActorId> {
+        self.core()
+            .children()
+            .map
+            .values()
+            .map(|r| r.id.clone())
+            .collect()
+    }
+
+    /// The child named `name`, if it has not terminated.
+    pub fn child(&self, name: &str) -> Option<ActorId> {
+        self.core().children().map.get(name).map(|r| r.id.clone())
+    }
+
+    /// Stops `who` (this actor, one of its children, or any other actor)
+    /// after the message it is handling now; see [`ActorId::stop`].
+    pub fn stop(&mut self, who: &ActorId) {
+        if let Some(r) = self.core().children().get_mut(who) {
+            r.stopping = true;
+        }
+        who.stop();
+    }
+
+    /// Stops this actor after the current message.
+    pub fn stop_self(&mut self) {
+        self.id().stop();
+    }
+
+    /// Stops every child (the default `pre_restart` does this).
+    pub fn stop_all_children(&mut self) {
+        let ids: Vec<ActorId> = {
+            let mut children = self.core().children();
+            children
+                .map
+                .values_mut()
+                .filter(|r| !r.stopping)
+                .map(|r| {
+                    r.stopping = true;
+                    r.id.clone()
+                })
+                .collect()
+        };
+        for id in ids {
+            id.stop();
+        }
+    }
+
+    /// Watches `who`: [`Actor::on_terminated`] runs once when it terminates,
+    /// also when it had already terminated before this call. Watching an
+    /// actor twice, or watching oneself, does nothing.
+    pub fn watch(&mut self, who: &ActorId) {
+        let me = self.id();
+        if *who == me || self.is_watching(who) {
+            return;
+        }
+        self.watch_state().watching.push(who.clone());
+        who.send_system(SystemMsg::Watch(Watcher::Actor(me)));
+    }
+
+    /// Stops watching `who`: no Terminated for it is handled after this
+    /// call, even one already queued.
+    pub fn unwatch(&mut self, who: &ActorId) {
+        let Some(state) = self.watch.as_deref_mut() else {
+            return; // never watched anyone
+        };
+        state.terminated_queued.retain(|(_, w)| w != who);
+        let Some(pos) = state.watching.iter().position(|w| w == who) else {
+            return;
+        };
+        state.watching.swap_remove(pos);
+        who.send_system(SystemMsg::Unwatch(self.id()));
+    }
+
+    /// Whether this actor watches `who`.
+    pub fn is_watching(&self, who: &ActorId) -> bool {
+        self.watch
+            .as_deref()
+            .is_some_and(|state| state.watching.contains(who))
+    }
+}
+
+impl<A: Actor> fmt::Debug for Context<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("Context");
+        if let Some(cell) = &self.cell {
+            d.field("actor", &cell.id());
+        }
+        let watching = self
+            .watch
+            .as_deref()
+            .map_or(0, |state| state.watching.len());
+        d.field("watching", &watching).finish()
+    }
+}
+
+/// Creates a child of `parent`. The child's `Create` is queued before the
+/// child becomes visible to its parent, so no signal can overtake it.
+pub(crate) fn spawn<B: Actor>(
+    parent: &ActorId,
+    props: Props<B>,
+    name: Option<&str>,
+) -> Result<ActorRef<B::Msg>, SpawnError> {
+    if let Some(n) = name {
+        validate_name(n)?;
+    }
+    let core = parent.cell().core();
+    let system = core.system.clone();
+    let uid = system.next_uid();
+    let capacity = props.mailbox_capacity();
+    if capacity == Some(0) {
+        return Err(SpawnError::ZeroCapacity);
+    }
+    let driver = Box::new(Driver::new(props));
+    let mut children = core.children();
+    if children.closed {
+        return Err(SpawnError::ParentTerminating {
+            parent: parent.path(),
+        });
+    }
+    let name: Arc<str> = match name {
+        // A child that has terminated frees its name at once, even before
+        // this parent has handled the notice of its death (Akka keeps the
+        // name reserved until then, a well-known surprise): its record is
+        // replaced, and the late notice no longer matches any child.
+        Some(n) if children.map.get(n).is_some_and(|r| !r.id.is_terminated()) => {
+            return Err(SpawnError::DuplicateName {
+                parent: parent.path(),
+                name: n.to_owned(),
+            })
+        }
+        Some(n) => Arc::from(n),
+        None => children.anonymous_name(),
+    };
+    let child_core = CellCore {
+        uid,
+        name: Arc::clone(&name),
+        parent: Some(parent.clone()),
+        system,
+        children: Mutex::new(Children::default()),
+    };
+    let cell = Cell::new(child_core, capacity, driver).map_err(|_| SpawnError::ZeroCapacity)?;
+    let won = cell
+        .mailbox
+        .enqueue_system(SystemMsg::Create)
+        .expect("a new mailbox is open");
+    debug_assert_eq!(won, Enqueued::MustSchedule);
+    children.map.insert(
+        name,
+        ChildRecord {
+            id: cell.id(),
+            stats: Default::default(),
+            stopping: false,
+        },
+    );
+    drop(children);
+    cell.schedule();
+    Ok(ActorRef { cell })
+}
+
+/// Creates the root guardian (the only cell without a parent).
+pub(crate) fn spawn_root<B: Actor>(system: &ActorSystem, props: Props<B>) -> ActorRef<B::Msg> {
+    let core = CellCore {
+        uid: system.next_uid(),
+        name: Arc::from(""),
+        parent: None,
+        system: system.clone(),
+        children: Mutex::new(Children::default()),
+    };
+    let cell =
+        Cell::new(core, None, Box::new(Driver::new(props))).expect("unbounded mailboxes build");
+    let won = cell
+        .mailbox
+        .enqueue_system(SystemMsg::Create)
+        .expect("a new mailbox is open");
+    debug_assert_eq!(won, Enqueued::MustSchedule);
+    cell.schedule();
+    ActorRef { cell }
+}

@@ -1,0 +1,412 @@
+//! The actor cell: a two-lane mailbox, the parts of an actor every thread
+//! may read ([`CellCore`]), and the run holder's part (the driver), run as
+//! a [`Runnable`] on the scheduler.
+
+use std::cell::{RefCell, UnsafeCell};
+use std::collections::HashMap;
+use std::hash::{BuildHasher, DefaultHasher, RandomState};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+use proscenium_mailbox::{Enqueued, Mailbox, Release, SendError, TrySendError};
+use proscenium_scheduler::{Budget, RunOutcome, Runnable};
+
+use crate::api::actor_ref::ActorId;
+use crate::runtime::contain::{contain, report};
+use crate::runtime::signal::{AutoMsg, Envelope, SystemMsg, Watcher};
+use crate::runtime::system::ActorSystem;
+use crate::supervision::strategy::RestartStats;
+
+/// The run holder's side of a cell: the actor, its lifecycle state machine
+/// and its context. Implemented by `Driver<A>` for every actor type.
+pub(crate) trait Drive<M: Send + 'static>: Send {
+    /// Handles messages until the budget is used (`Yield`) or the mailbox
+    /// has nothing the holder may take (`Release`). Must not release the
+    /// run itself: the caller does, after this borrow has ended.
+    fn run(&mut self, cell: &Arc<Cell<M>>, budget: &mut Budget) -> RunEnd;
+
+    /// A panic escaped `run`: forget the run's state (the context's
+    /// reference to the cell), so the cell can be run again or freed.
+    fn abandon_run(&mut self);
+}
+
+/// How a driver's run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RunEnd {
+    /// The budget is used and there may be more: keep the run.
+    Yield,
+    /// Nothing to take now: release the run.
+    Release,
+}
+
+/// An actor cell for user messages of type `M`.
+pub(crate) struct Cell<M: Send + 'static> {
+    pub(crate) mailbox: Mailbox<SystemMsg, Envelope<M>>,
+    pub(crate) core: CellCore,
+    /// Only the run holder touches this (see `run`); between runs it is
+    /// handed from one holder to the next by the mailbox's run-state word
+    /// (release's Release, claim's Acquire).
+    driver: UnsafeCell<Box<dyn Drive<M>>>,
+}
+
+// SAFETY: `driver` is the only field that is not `Sync`; it is reached only
+// from `Runnable::run`, which the mailbox protocol gives to one thread at a
+// time (invariant 2, model-checked in loom-tests), with a happens-before edge
+// from one holder to the next. Everything else is `Sync` on its own.
+unsafe impl<M: Send + 'static> Sync for Cell<M> {}
+
+/// The parts of a cell that any thread may read.
+pub(crate) struct CellCore {
+    /// Unique in the process (never reused), so a stale `Failed` from an
+    /// earlier incarnation of a name is recognised.
+    pub(crate) uid: u64,
+    pub(crate) name: Arc<str>,
+    /// `None` only for the root guardian.
+    pub(crate) parent: Option<ActorId>,
+    pub(crate) system: ActorSystem,
+    /// Written by the parent's spawners (any thread) and the run holder.
+    pub(crate) children: Mutex<Children>,
+}
+
+/// A parent's children, by name.
+#[derive(Default)]
+pub(crate) struct Children {
+    pub(crate) map: HashMap<Arc<str>, ChildRecord, ProcessKeyed>,
+    /// Set when the parent starts terminating: no more children.
+    pub(crate) closed: bool,
+    next_anonymous: u64,
+}
+
+/// SipHash keyed once per process: as DoS-resistant as the standard
+/// `RandomState` (names may come from outside input), but zero-sized, where
+/// `RandomState` keeps 16 bytes of keys in every map, that is in every cell.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct ProcessKeyed;
+
+impl BuildHasher for ProcessKeyed {
+    type Hasher = DefaultHasher;
+
+    fn build_hasher(&self) -> DefaultHasher {
+        static KEYS: OnceLock<RandomState> = OnceLock::new();
+        KEYS.get_or_init(RandomState::new).build_hasher()
+    }
+}
+
+/// One child, as its parent sees it.
+pub(crate) struct ChildRecord {
+    pub(crate) id: ActorId,
+    pub(crate) stats: RestartStats,
+    /// The parent asked it to stop; a restart waits for these.
+    pub(crate) stopping: bool,
+}
+
+impl Children {
+    /// A name for an anonymous child: `$a`, `$b`, … `$ba`, … (as Akka).
+    pub(crate) fn anonymous_name(&mut self) -> Arc<str> {
+        loop {
+            let mut n = self.next_anonymous;
+            self.next_anonymous += 1;
+            let mut name = String::from("$");
+            let mut digits = Vec::new();
+            loop {
+                digits.push(b'a' + (n % 26) as u8);
+                n /= 26;
+                if n == 0 {
+                    break;
+                }
+            }
+            digits.reverse();
+            name.push_str(std::str::from_utf8(&digits).expect("ascii letters"));
+            if !self.map.contains_key(name.as_str()) {
+                return name.into();
+            }
+        }
+    }
+
+    /// The record of `id`, if it is (still) a child.
+    pub(crate) fn get(&self, id: &ActorId) -> Option<&ChildRecord> {
+        self.map.get(id.name()).filter(|r| r.id == *id)
+    }
+
+    pub(crate) fn get_mut(&mut self, id: &ActorId) -> Option<&mut ChildRecord> {
+        self.map.get_mut(id.name()).filter(|r| r.id == *id)
+    }
+}
+
+impl CellCore {
+    pub(crate) fn children(&self) -> MutexGuard<'_, Children> {
+        // A panic never happens while this lock is held (no user code runs
+        // under it), so poisoning cannot leave it inconsistent.
+        self.children.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A cell seen without its message type: what an [`ActorId`] holds.
+pub(crate) trait AnyCell: Send + Sync + 'static {
+    fn core(&self) -> &CellCore;
+    fn enqueue_system(&self, msg: SystemMsg) -> Result<Enqueued, SendError<SystemMsg>>;
+    /// Enqueues PoisonPill or Kill in the user lane; hands it back when the
+    /// mailbox is full or closed.
+    fn enqueue_auto(&self, msg: AutoMsg) -> Result<Enqueued, TrySendError<AutoMsg>>;
+    fn into_runnable(self: Arc<Self>) -> Arc<dyn Runnable>;
+    /// The cell as `Any`, to recover its message type.
+    fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync>;
+    /// A hint: the mailbox is closed (the actor terminated).
+    fn is_closed(&self) -> bool;
+    /// User messages queued, for a bounded mailbox.
+    fn queued(&self) -> Option<usize>;
+}
+
+impl<M: Send + 'static> Cell<M> {
+    pub(crate) fn new(
+        core: CellCore,
+        capacity: Option<usize>,
+        driver: Box<dyn Drive<M>>,
+    ) -> Result<Arc<Cell<M>>, proscenium_mailbox::ZeroCapacityError> {
+        let mailbox = match capacity {
+            Some(c) => Mailbox::bounded(c)?,
+            None => Mailbox::new(),
+        };
+        core.system.cell_created();
+        Ok(Arc::new(Cell {
+            mailbox,
+            core,
+            driver: UnsafeCell::new(driver),
+        }))
+    }
+
+    /// Submits this cell after an enqueue won its run.
+    pub(crate) fn schedule(self: &Arc<Self>) {
+        schedule_runnable(&self.core, Arc::clone(self) as Arc<dyn Runnable>);
+    }
+
+    /// Sends a user envelope: schedules the cell if this send won its run,
+    /// and hands what cannot be delivered to dead letters.
+    #[inline]
+    pub(crate) fn send_user(self: &Arc<Self>, envelope: Envelope<M>) {
+        match self.mailbox.enqueue_user(envelope) {
+            Ok(Enqueued::AlreadyScheduled) => {}
+            Ok(Enqueued::MustSchedule) => self.schedule(),
+            Err(TrySendError::Closed(e) | TrySendError::Full(e)) => {
+                self.core.system.dead_envelope(self.id(), e);
+            }
+        }
+    }
+
+    pub(crate) fn id(self: &Arc<Self>) -> ActorId {
+        ActorId::new(Arc::clone(self) as Arc<dyn AnyCell>)
+    }
+}
+
+/// Runs `runnable` on the system's scheduler. Once the scheduler is shut
+/// down (after the root guardian terminated, so every cell is closed), the
+/// run is done here instead: it can only drain a closed mailbox into dead
+/// letters, and the message still reaches them exactly once.
+pub(crate) fn schedule_runnable(core: &CellCore, runnable: Arc<dyn Runnable>) {
+    if let Err(refused) = core.system.scheduler_handle().submit(runnable) {
+        run_here(refused.into_inner());
+    }
+}
+
+/// [`schedule_runnable`] for a cell that a system message woke: ahead of
+/// everything queued on the scheduler, so a stop, a failure or a death
+/// notice is not stuck behind a backlog of other actors' user work
+/// (invariant 3 says the signal goes before the cell's own user messages;
+/// this gets the cell itself run soon).
+pub(crate) fn schedule_runnable_urgent(core: &CellCore, runnable: Arc<dyn Runnable>) {
+    if let Err(refused) = core.system.scheduler_handle().submit_urgent(runnable) {
+        run_here(refused.into_inner());
+    }
+}
+
+/// Runs a cell on this thread (the scheduler refused it: shut down).
+fn run_here(runnable: Arc<dyn Runnable>) {
+    let mut budget = Budget::new(u32::MAX);
+    while runnable.clone().run(&mut budget) == RunOutcome::Yield {
+        budget = Budget::new(u32::MAX);
+    }
+}
+
+impl<M: Send + 'static> AnyCell for Cell<M> {
+    fn core(&self) -> &CellCore {
+        &self.core
+    }
+
+    fn enqueue_system(&self, msg: SystemMsg) -> Result<Enqueued, SendError<SystemMsg>> {
+        self.mailbox.enqueue_system(msg)
+    }
+
+    fn enqueue_auto(&self, msg: AutoMsg) -> Result<Enqueued, TrySendError<AutoMsg>> {
+        self.mailbox
+            .enqueue_user(Envelope::from(msg))
+            .map_err(|e| match e {
+                TrySendError::Full(_) => TrySendError::Full(msg),
+                TrySendError::Closed(_) => TrySendError::Closed(msg),
+            })
+    }
+
+    fn into_runnable(self: Arc<Self>) -> Arc<dyn Runnable> {
+        self
+    }
+
+    fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
+        self
+    }
+
+    fn is_closed(&self) -> bool {
+        self.mailbox.is_closed()
+    }
+
+    fn queued(&self) -> Option<usize> {
+        self.mailbox.user_len()
+    }
+}
+
+impl<M: Send + 'static> Runnable for Cell<M> {
+    fn run(self: Arc<Self>, budget: &mut Budget) -> RunOutcome {
+        let driver = self.driver.get();
+        let run = catch_unwind(AssertUnwindSafe(|| {
+            // SAFETY: the scheduler runs this cell only when it was submitted
+            // by the winner of its run-state (`Enqueued::MustSchedule`), by a
+            // `Release::Reschedule` below, or requeued after `Yield`: this
+            // thread holds the run, so nothing else touches `driver` until
+            // the release below. The `&mut` ends with this call (or its
+            // unwinding), before the release.
+            unsafe { (*driver).run(&self, budget) }
+        }));
+        let end = match run {
+            Ok(end) => end,
+            Err(payload) => {
+                // The backstop: the driver contains the user code it runs,
+                // so this is a panic from elsewhere (an engine bug, a
+                // panicking tracing layer). Never leave the cell held: run
+                // it again (what it was doing when the panic came is lost).
+                // SAFETY: we still hold the run, as above; the `&mut` of the
+                // unwound call has ended.
+                unsafe { (*driver).abandon_run() };
+                self.core.system.run_panicked();
+                let me = self.id();
+                report(payload, |panic| {
+                    tracing::error!(actor = %me, panic, "a panic escaped an actor's run; the actor is run again");
+                });
+                RunEnd::Yield
+            }
+        };
+        match end {
+            RunEnd::Yield => RunOutcome::Yield,
+            // SAFETY: we hold the run (as above) and no longer borrow the
+            // driver; after `Idle` nothing here touches the consumer side.
+            RunEnd::Release => match unsafe { self.mailbox.release() } {
+                Release::Idle => RunOutcome::Done,
+                Release::Reschedule => RunOutcome::Yield,
+            },
+        }
+    }
+}
+
+impl<M: Send + 'static> Drop for Cell<M> {
+    fn drop(&mut self) {
+        self.core.system.cell_dropped();
+        // The parent may go with this cell (this was the last reference to
+        // it), and its parent with it, and so on: dropped here, that is a
+        // recursion as deep as the hierarchy, which overflows the stack of
+        // a deep one. The children need no such care: each holds this cell
+        // (its parent), so none is left in the map once this cell goes.
+        if let Some(parent) = self.core.parent.take() {
+            drop_link(parent);
+        }
+    }
+}
+
+thread_local! {
+    /// The parents that cells dropped on this thread left behind, for the
+    /// outermost of those drops to release one at a time; `None` while no
+    /// cell drop is under way on this thread.
+    static LINKS: RefCell<Option<Vec<ActorId>>> = const { RefCell::new(None) };
+}
+
+/// Drops a dropped cell's parent without recursing up the chain: if a cell
+/// drop is under way on this thread (this one is nested in it), the parent
+/// is queued for it; otherwise this is the outermost drop, which releases
+/// the parent and then what the drops it causes queue, one at a time, so
+/// the stack stays flat however deep the hierarchy. If this thread's queue
+/// is gone (a drop from a thread-local's destructor at thread exit), the
+/// parent is dropped here, recursively.
+fn drop_link(parent: ActorId) {
+    let mut parent = Some(parent);
+    let outermost = LINKS.try_with(|links| match &mut *links.borrow_mut() {
+        Some(queue) => {
+            queue.extend(parent.take());
+            false
+        }
+        none => {
+            *none = Some(Vec::new());
+            true
+        }
+    });
+    match outermost {
+        Ok(false) => {}
+        Ok(true) => {
+            let mut next = parent;
+            while let Some(link) = next {
+                // The last reference to a cell that never terminated (a
+                // system whose quiesce timed out) also drops its actor and
+                // its queued messages: user code.
+                contain("dropping an actor cell", || drop(link));
+                next = LINKS
+                    .try_with(|links| links.borrow_mut().as_mut().and_then(Vec::pop))
+                    .ok()
+                    .flatten();
+            }
+            let _ = LINKS.try_with(|links| links.borrow_mut().take());
+        }
+        Err(_) => drop(parent),
+    }
+}
+
+/// What happens to a system message that reaches a terminated actor: a
+/// watch is answered at once (Terminated arrives even if the target was
+/// already dead when watched); the rest no longer matters.
+pub(crate) fn undeliverable_system(target: &ActorId, msg: SystemMsg) {
+    match msg {
+        SystemMsg::Watch(Watcher::Actor(watcher)) => {
+            watcher.send_system(SystemMsg::DeathWatchNotification(target.clone()));
+        }
+        SystemMsg::Watch(Watcher::Callback(callback)) => run_callback(callback),
+        _ => {}
+    }
+}
+
+/// Runs a termination callback; a panic in it is logged, never propagated.
+pub(crate) fn run_callback(callback: Box<dyn FnOnce() + Send>) {
+    if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(callback)) {
+        tracing::error!(
+            panic = %crate::supervision::failure::panic_message(payload.as_ref()),
+            "a termination callback panicked"
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::mem::{align_of, size_of};
+
+    /// Every actor pays for a cell: it stays under 192 bytes and forces no
+    /// alignment beyond a word, so the `Arc` around it is not padded to a
+    /// cache line (figures in BENCHMARKS.md, idle-actor RSS).
+    #[test]
+    fn a_cell_stays_small_and_word_aligned() {
+        assert!(
+            size_of::<super::Cell<u64>>() <= 192,
+            "{}",
+            size_of::<super::Cell<u64>>()
+        );
+        assert!(align_of::<super::Cell<u64>>() <= 8);
+        // The per-actor state the driver keeps besides the actor itself
+        // (112, plus one pointer to the timers, receive timeout and stash,
+        // allocated only by actors that use them).
+        let driver = size_of::<crate::runtime::driver::Driver<crate::runtime::guardian::User>>();
+        let user = size_of::<crate::runtime::guardian::User>();
+        assert!(driver - user <= 120, "{}", driver - user);
+    }
+}

@@ -1,0 +1,842 @@
+//! The run holder's side of a cell: the actor instance and its lifecycle
+//! state machine (create, fail, suspend, resume, restart, terminate), after
+//! Akka's `ActorCell` and its fault-handling rules.
+//!
+//! Everything here runs on the worker that holds the cell's run, one
+//! message at a time, so the state needs no synchronisation. Every call into
+//! user code is wrapped in `catch_unwind`: a panic in a handler fails the
+//! actor, never the worker; one in other user code the driver runs (a
+//! `Drop` of a message, of the props, of a timer's payload) is contained
+//! (`contain.rs`), so each lifecycle step runs to its end. What still
+//! escapes is caught by `Cell::run`, which never leaves the cell held.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use std::time::Instant;
+
+use proscenium_mailbox::{Dequeued, TrySendError};
+use proscenium_scheduler::Budget;
+
+use crate::api::actor::{Actor, Props};
+use crate::api::actor_ref::ActorId;
+use crate::api::context::Context;
+use crate::observe::events::{publish_lifecycle, publish_supervision, LifecycleKind};
+use crate::patterns::timers::{Extras, TimerSlot};
+use crate::runtime::cell::{run_callback, undeliverable_system, Cell, Drive, RunEnd};
+use crate::runtime::contain::contain;
+use crate::runtime::signal::{Envelope, SystemMsg, Watcher};
+use crate::supervision::failure::{Failure, Killed, Outcome};
+use crate::supervision::strategy::{Directive, StrategyKind, SupervisorStrategy};
+
+/// How many messages a terminating actor drains before its mailbox closes
+/// (see `finish_terminate`); what is left after that is drained after it.
+const DRAIN_BEFORE_CLOSE: usize = 1 << 16;
+
+/// Where an actor is in its life.
+enum Life {
+    /// Waiting for `Create`.
+    New,
+    /// Handling messages (or suspended, waiting for its supervisor, when
+    /// `failed` is set).
+    Running,
+    /// Restarting: waiting for the children stopped by `pre_restart` (or,
+    /// after a failed creation, by the re-creation) to terminate. Holds the
+    /// failure for `post_restart`; `None` re-runs `pre_start` instead.
+    Restarting(Option<Failure>),
+    /// Stopping: waiting for every child to terminate.
+    Terminating,
+    /// Gone: the mailbox is closed and drains into dead letters.
+    Terminated,
+}
+
+/// Which children a failure suspends.
+enum SuspendChildren {
+    All,
+    AllBut(ActorId),
+    None,
+}
+
+pub(crate) struct Driver<A: Actor> {
+    actor: Option<A>,
+    /// Dropped at termination (the factory may hold references).
+    props: Option<Props<A>>,
+    ctx: Context<A>,
+    life: Life,
+    /// Failed and suspended, waiting for the supervisor's directive.
+    failed: bool,
+    /// The child whose failure this actor escalated (it gets the Resume that
+    /// clears its own failure when this actor is resumed).
+    perpetrator: Option<ActorId>,
+    watchers: Vec<Watcher>,
+}
+
+impl<A: Actor> Driver<A> {
+    pub(crate) fn new(props: Props<A>) -> Driver<A> {
+        let mut ctx = Context::new();
+        if let Some(capacity) = props.stash_capacity() {
+            ctx.extras = Some(Box::new(Extras::new(Some(capacity))));
+        }
+        Driver {
+            actor: None,
+            props: Some(props),
+            ctx,
+            life: Life::New,
+            failed: false,
+            perpetrator: None,
+            watchers: Vec::new(),
+        }
+    }
+
+    fn cell(&self) -> &Arc<Cell<A::Msg>> {
+        self.ctx.cell()
+    }
+
+    fn me(&self) -> ActorId {
+        self.ctx.id()
+    }
+
+    fn path(&self) -> String {
+        self.me().path()
+    }
+
+    fn actor_system(&self) -> &crate::runtime::system::ActorSystem {
+        &self.cell().core.system
+    }
+
+    fn is_stopping(&self) -> bool {
+        matches!(self.life, Life::Terminating | Life::Terminated)
+    }
+
+    // ---- user code, always behind catch_unwind -------------------------
+
+    /// Calls `f` on the instance, turning an `Err` or a panic into a
+    /// failure. Without an instance there is nothing to call.
+    fn call(&mut self, f: impl FnOnce(&mut A, &mut Context<A>) -> Outcome) -> Result<(), Failure> {
+        let Some(actor) = self.actor.as_mut() else {
+            return Ok(());
+        };
+        let ctx = &mut self.ctx;
+        match catch_unwind(AssertUnwindSafe(|| f(actor, ctx))) {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(Failure::from_error(self.path(), e)),
+            Err(payload) => Err(Failure::panic(self.path(), payload)),
+        }
+    }
+
+    /// Runs a hook whose failure is only logged (`post_stop`, `pre_restart`).
+    fn call_logged(&mut self, hook: &str, f: impl FnOnce(&mut A, &mut Context<A>)) {
+        if let Err(failure) = self.call(|a, ctx| {
+            f(a, ctx);
+            Ok(())
+        }) {
+            tracing::error!(actor = %self.path(), hook, %failure, "lifecycle hook failed");
+        }
+    }
+
+    /// A new instance from the factory.
+    fn new_instance(&mut self) -> Result<(), Failure> {
+        let props = self
+            .props
+            .as_ref()
+            .expect("props live until the actor terminates");
+        match catch_unwind(AssertUnwindSafe(|| props.produce())) {
+            Ok(Ok(actor)) => {
+                self.actor = Some(actor);
+                Ok(())
+            }
+            Ok(Err(e)) => Err(Failure::from_error(self.path(), e).into_initialization()),
+            Err(payload) => Err(Failure::panic(self.path(), payload).into_initialization()),
+        }
+    }
+
+    /// Drops the instance; a panic in its `Drop` is logged.
+    fn drop_instance(&mut self) {
+        if let Some(actor) = self.actor.take() {
+            if catch_unwind(AssertUnwindSafe(move || drop(actor))).is_err() {
+                tracing::error!(actor = %self.path(), "dropping the actor panicked");
+            }
+        }
+    }
+
+    // ---- the user lane --------------------------------------------------
+
+    fn invoke(&mut self, envelope: Envelope<A::Msg>) {
+        let msg = match envelope {
+            Envelope::Msg(msg) => msg,
+            // The message a timer delivers takes the same path as any
+            // other: one call site of `receive`, which the compiler then
+            // inlines into the run loop (a second one costs the message
+            // path about 40 instructions; callgrind, see decision 0008).
+            Envelope::Timer(slot) => match self.timer_message(slot) {
+                Some(msg) => msg,
+                None => return,
+            },
+            other => return self.invoke_auto(other),
+        };
+        if self.actor.is_none() {
+            // Unreachable in practice: the user lane is suspended whenever
+            // there is no instance. Never lose the message.
+            let me = self.me();
+            self.cell()
+                .core
+                .system
+                .dead_envelope(me, Envelope::Msg(msg));
+            return;
+        }
+        if let Err(failure) = self.call(|a, ctx| a.receive(ctx, msg)) {
+            self.fail(failure, SuspendChildren::All);
+        }
+    }
+
+    /// The auto-handled envelopes.
+    #[cold]
+    #[inline(never)]
+    fn invoke_auto(&mut self, envelope: Envelope<A::Msg>) {
+        match envelope {
+            Envelope::Msg(_) | Envelope::Timer(_) => unreachable!("handled by invoke"),
+            Envelope::PoisonPill => self.terminate(),
+            Envelope::Kill => {
+                let failure = Failure::from_error(self.path(), Box::new(Killed));
+                self.fail(failure, SuspendChildren::All);
+            }
+            Envelope::Terminated(seq) => {
+                let Some(state) = self.ctx.watch.as_deref_mut() else {
+                    return; // stopped watching meanwhile
+                };
+                let Some(pos) = state.terminated_queued.iter().position(|(s, _)| *s == seq) else {
+                    return; // unwatched meanwhile
+                };
+                let (_, who) = state.terminated_queued.swap_remove(pos);
+                if let Err(failure) = self.call(|a, ctx| a.on_terminated(ctx, who)) {
+                    self.fail(failure, SuspendChildren::All);
+                }
+            }
+        }
+    }
+
+    /// The message of a timer's envelope, if it is to be handled now
+    /// (the timer was neither cancelled nor replaced; a receive timeout
+    /// found the actor idle long enough). A repeating timer is re-armed
+    /// here, as its message is taken: its next one is queued no sooner than
+    /// one interval after this one starts being handled, and never while
+    /// this one is still queued. A panic in the user's message producer
+    /// (a `Clone`, a closure) fails the actor.
+    #[cold]
+    #[inline(never)]
+    fn timer_message(&mut self, slot: Arc<TimerSlot<A::Msg>>) -> Option<A::Msg> {
+        if self.actor.is_none() {
+            let me = self.me();
+            self.cell()
+                .core
+                .system
+                .dead_envelope(me, Envelope::Timer(slot));
+            return None;
+        }
+        if !self.ctx.timer_due(&slot) {
+            return None; // cancelled, replaced, or not idle long enough
+        }
+        let produced = catch_unwind(AssertUnwindSafe(|| slot.produce()));
+        self.ctx.timer_handled(&slot);
+        match produced {
+            Ok(msg) => msg,
+            Err(payload) => {
+                self.fail(Failure::panic(self.path(), payload), SuspendChildren::All);
+                None
+            }
+        }
+    }
+
+    // ---- the system lane ------------------------------------------------
+
+    fn system(&mut self, msg: SystemMsg) {
+        match msg {
+            SystemMsg::Create => self.create(),
+            SystemMsg::Recreate(failure) => self.fault_recreate(failure),
+            SystemMsg::Suspend => self.fault_suspend(),
+            SystemMsg::Resume { by_failure } => self.fault_resume(by_failure),
+            SystemMsg::Terminate => self.terminate(),
+            SystemMsg::Failed { child, failure } => self.handle_failure(child, failure),
+            SystemMsg::Watch(watcher) => self.add_watcher(watcher),
+            SystemMsg::Unwatch(watcher) => self
+                .watchers
+                .retain(|w| !matches!(w, Watcher::Actor(id) if *id == watcher)),
+            SystemMsg::DeathWatchNotification(who) => self.death_notification(who),
+        }
+    }
+
+    fn create(&mut self) {
+        if !matches!(self.life, Life::New) {
+            return;
+        }
+        self.life = Life::Running;
+        let created = self
+            .new_instance()
+            .and_then(|()| self.call(|a, ctx| a.pre_start(ctx)));
+        if let Err(failure) = created {
+            self.drop_instance();
+            self.fail(failure.into_initialization(), SuspendChildren::All);
+        } else {
+            publish_lifecycle(self.actor_system(), || self.me(), LifecycleKind::Started);
+        }
+    }
+
+    /// A failure in this actor: suspend it (and, by default, its children)
+    /// and report to the parent on its system lane. The root has no parent:
+    /// it stops ("the bubble walker").
+    fn fail(&mut self, failure: Failure, children: SuspendChildren) {
+        if self.failed || self.is_stopping() {
+            tracing::debug!(actor = %self.path(), %failure, "failure while already failed or stopping");
+            return;
+        }
+        // SAFETY: we hold the run (this runs inside `Drive::run`).
+        unsafe { self.cell().mailbox.suspend() };
+        self.failed = true;
+        match children {
+            SuspendChildren::None => {}
+            SuspendChildren::All => {
+                self.each_child(|_| true, |c| c.send_system(SystemMsg::Suspend))
+            }
+            SuspendChildren::AllBut(skip) => {
+                self.each_child(|c| *c != skip, |c| c.send_system(SystemMsg::Suspend))
+            }
+        }
+        let me = self.me();
+        match &self.cell().core.parent {
+            Some(parent) => parent.send_system(SystemMsg::Failed { child: me, failure }),
+            None => {
+                tracing::error!(%failure, "the root guardian failed; stopping it");
+                self.terminate();
+            }
+        }
+    }
+
+    /// Calls `f` on every child that `filter` keeps (outside the lock).
+    fn each_child(&self, filter: impl Fn(&ActorId) -> bool, f: impl Fn(&ActorId)) {
+        let ids: Vec<ActorId> = self
+            .cell()
+            .core
+            .children()
+            .map
+            .values()
+            .map(|r| r.id.clone())
+            .filter(|id| filter(id))
+            .collect();
+        for id in &ids {
+            f(id);
+        }
+    }
+
+    fn fault_suspend(&mut self) {
+        if self.is_stopping() {
+            return;
+        }
+        // SAFETY: we hold the run.
+        unsafe { self.cell().mailbox.suspend() };
+        self.each_child(|_| true, |c| c.send_system(SystemMsg::Suspend));
+    }
+
+    fn fault_resume(&mut self, by_failure: bool) {
+        if self.is_stopping() {
+            return;
+        }
+        if by_failure && self.actor.is_none() && matches!(self.life, Life::Running) {
+            // Resuming an actor whose creation failed: create it again.
+            self.fault_create();
+            return;
+        }
+        // SAFETY: we hold the run.
+        unsafe { self.cell().mailbox.resume() };
+        let perpetrator = if by_failure {
+            self.failed = false;
+            self.perpetrator.take()
+        } else {
+            None
+        };
+        self.each_child(
+            |_| true,
+            |c| {
+                c.send_system(SystemMsg::Resume {
+                    by_failure: perpetrator.as_ref() == Some(c),
+                })
+            },
+        );
+    }
+
+    /// Restart, steps 2 and 3: `pre_restart` on the old instance, then wait
+    /// for the children it stopped.
+    fn fault_recreate(&mut self, failure: Failure) {
+        if self.is_stopping() {
+            return;
+        }
+        if self.actor.is_none() {
+            self.fault_create();
+            return;
+        }
+        self.call_logged("pre_restart", |a, ctx| a.pre_restart(ctx, &failure));
+        self.restart_extras();
+        self.drop_instance();
+        self.perpetrator = None;
+        self.life = Life::Restarting(Some(failure));
+        self.restart_progress();
+    }
+
+    /// Re-creation after a failed creation: stop whatever children the
+    /// failed attempt made, wait for them, then create again.
+    fn fault_create(&mut self) {
+        self.restart_extras();
+        let ctx = &mut self.ctx;
+        ctx.stop_all_children();
+        self.life = Life::Restarting(None);
+        self.restart_progress();
+    }
+
+    /// As Akka: a restart cancels the timers and the receive timeout of the
+    /// old incarnation, and unstashes its stash for the new one.
+    fn restart_extras(&mut self) {
+        self.ctx.cancel_timers();
+        self.ctx.unstash_all();
+    }
+
+    /// Finishes a restart once no child is still stopping.
+    fn restart_progress(&mut self) {
+        if !matches!(self.life, Life::Restarting(_)) {
+            return;
+        }
+        if self.cell().core.children().map.values().any(|r| r.stopping) {
+            return;
+        }
+        let Life::Restarting(failure) = std::mem::replace(&mut self.life, Life::Running) else {
+            unreachable!("checked above");
+        };
+        self.finish_recreate(failure);
+    }
+
+    /// Restart, steps 4 to 7: new instance, `post_restart`, restart the
+    /// surviving children, resume.
+    fn finish_recreate(&mut self, failure: Option<Failure>) {
+        // SAFETY: we hold the run.
+        unsafe { self.cell().mailbox.resume() };
+        self.failed = false;
+        let started = self.new_instance().and_then(|()| match &failure {
+            Some(f) => self.call(|a, ctx| a.post_restart(ctx, f)),
+            None => self.call(|a, ctx| a.pre_start(ctx)),
+        });
+        if let Err(init) = started {
+            self.drop_instance();
+            // The survivors are still suspended from the first failure.
+            self.fail(init.into_initialization(), SuspendChildren::None);
+            return;
+        }
+        let kind = match failure {
+            Some(_) => LifecycleKind::Restarted,
+            None => LifecycleKind::Started, // the first creation had failed
+        };
+        publish_lifecycle(self.actor_system(), || self.me(), kind);
+        if let Some(failure) = failure {
+            let survivors: Vec<ActorId> = self
+                .cell()
+                .core
+                .children()
+                .map
+                .values()
+                .filter(|r| !r.stopping)
+                .map(|r| r.id.clone())
+                .collect();
+            for child in survivors {
+                child.send_system(SystemMsg::Recreate(failure.clone()));
+            }
+        }
+    }
+
+    // ---- supervision ------------------------------------------------------
+
+    fn strategy(&self) -> SupervisorStrategy {
+        match &self.actor {
+            Some(a) => catch_unwind(AssertUnwindSafe(|| a.supervisor_strategy()))
+                .unwrap_or_else(|_| {
+                    tracing::error!(actor = %self.path(), "supervisor_strategy panicked; using the default");
+                    SupervisorStrategy::default()
+                }),
+            None => SupervisorStrategy::default(),
+        }
+    }
+
+    fn handle_failure(&mut self, child: ActorId, failure: Failure) {
+        if self.is_stopping() {
+            return; // every child is being stopped anyway
+        }
+        if self.cell().core.children().get(&child).is_none() {
+            tracing::debug!(child = %child, "dropping a failure of a child that is gone");
+            return;
+        }
+        let strategy = self.strategy();
+        let directive = strategy.decide(&failure);
+        publish_supervision(
+            self.actor_system(),
+            || self.me(),
+            &child,
+            &failure,
+            directive,
+        );
+        if strategy.logs() {
+            match directive {
+                Directive::Escalate => {}
+                Directive::Resume => {
+                    tracing::warn!(actor = %child, %failure, ?directive, "actor failed")
+                }
+                Directive::Restart | Directive::Stop => {
+                    tracing::error!(actor = %child, %failure, ?directive, "actor failed")
+                }
+            }
+        }
+        let now = Instant::now();
+        match (directive, strategy.kind()) {
+            (Directive::Resume, _) => child.send_system(SystemMsg::Resume { by_failure: true }),
+            (Directive::Restart, StrategyKind::OneForOne) => {
+                let allowed = {
+                    let mut children = self.cell().core.children();
+                    let record = children.get_mut(&child).expect("checked above");
+                    strategy.restart_allowed(&mut record.stats, now)
+                };
+                if allowed {
+                    child.send_system(SystemMsg::Recreate(failure));
+                } else {
+                    self.stop_child(&child);
+                }
+            }
+            (Directive::Restart, StrategyKind::AllForOne) => {
+                let (allowed, all) = {
+                    let mut children = self.cell().core.children();
+                    let allowed = children
+                        .map
+                        .values_mut()
+                        .all(|r| strategy.restart_allowed(&mut r.stats, now));
+                    let all: Vec<ActorId> = children.map.values().map(|r| r.id.clone()).collect();
+                    (allowed, all)
+                };
+                for c in &all {
+                    if allowed {
+                        if *c != child {
+                            c.send_system(SystemMsg::Suspend);
+                        }
+                        c.send_system(SystemMsg::Recreate(failure.clone()));
+                    } else {
+                        self.stop_child(c);
+                    }
+                }
+            }
+            (Directive::Stop, StrategyKind::OneForOne) => self.stop_child(&child),
+            (Directive::Stop, StrategyKind::AllForOne) => self.ctx.stop_all_children(),
+            (Directive::Escalate, _) => {
+                self.perpetrator = Some(child.clone());
+                self.fail(failure, SuspendChildren::AllBut(child));
+            }
+        }
+    }
+
+    fn stop_child(&mut self, child: &ActorId) {
+        self.ctx.stop(child);
+    }
+
+    // ---- death watch -------------------------------------------------------
+
+    fn add_watcher(&mut self, watcher: Watcher) {
+        if let Watcher::Actor(id) = &watcher {
+            let me = self.me();
+            if *id == me
+                || self
+                    .watchers
+                    .iter()
+                    .any(|w| matches!(w, Watcher::Actor(x) if x == id))
+            {
+                return;
+            }
+        }
+        self.watchers.push(watcher);
+    }
+
+    fn death_notification(&mut self, who: ActorId) {
+        let was_child = {
+            let mut children = self.cell().core.children();
+            if children.get(&who).is_some() {
+                children.map.remove(who.name());
+                true
+            } else {
+                false
+            }
+        };
+        let watched = self.ctx.watch.as_deref_mut().is_some_and(|state| {
+            let pos = state.watching.iter().position(|w| *w == who);
+            pos.map(|pos| state.watching.swap_remove(pos)).is_some()
+        });
+        if watched {
+            self.queue_terminated(who);
+        }
+        if was_child {
+            match self.life {
+                Life::Terminating => self.termination_progress(),
+                Life::Restarting(_) => self.restart_progress(),
+                _ => {}
+            }
+        }
+    }
+
+    /// Queues the Terminated signal in the user lane, behind what was sent
+    /// before it (at most once per watch: the watch is gone now).
+    fn queue_terminated(&mut self, who: ActorId) {
+        if self.is_stopping() {
+            return;
+        }
+        let state = self.ctx.watch_state();
+        let seq = state.next_terminated;
+        state.next_terminated += 1;
+        state.terminated_queued.push((seq, who));
+        match self.cell().mailbox.enqueue_user(Envelope::Terminated(seq)) {
+            // We hold the run, so the owner is already scheduled.
+            Ok(_) => {}
+            Err(TrySendError::Full(_)) => {
+                // A full bounded mailbox: handle it now rather than lose it.
+                let (_, who) =
+                    (self.ctx.watch_state().terminated_queued.pop()).expect("pushed above");
+                if self.failed {
+                    tracing::warn!(actor = %self.path(), watched = %who, "Terminated dropped: the mailbox is full and the actor is suspended");
+                } else if let Err(failure) = self.call(|a, ctx| a.on_terminated(ctx, who)) {
+                    self.fail(failure, SuspendChildren::All);
+                }
+            }
+            Err(TrySendError::Closed(_)) => {}
+        }
+    }
+
+    // ---- stopping ---------------------------------------------------------
+
+    /// Stop: suspend, unwatch, stop the children, and finish once they have
+    /// all terminated.
+    fn terminate(&mut self) {
+        if self.is_stopping() {
+            return;
+        }
+        // SAFETY: we hold the run.
+        unsafe { self.cell().mailbox.suspend() };
+        self.life = Life::Terminating;
+        // No timer outlives its actor: none fires while the children stop.
+        self.ctx.cancel_timers();
+        let me = self.me();
+        // Dropping the state also forgets the Terminated signals queued and
+        // not yet handled: a stopping actor handles no more of them.
+        if let Some(state) = self.ctx.watch.take() {
+            for watched in state.watching {
+                watched.send_system(SystemMsg::Unwatch(me.clone()));
+            }
+        }
+        self.cell().core.children().closed = true;
+        self.ctx.stop_all_children();
+        self.termination_progress();
+    }
+
+    fn termination_progress(&mut self) {
+        if matches!(self.life, Life::Terminating) && self.cell().core.children().map.is_empty() {
+            self.finish_terminate();
+        }
+    }
+
+    /// Every child has terminated: `post_stop`, close the mailbox, tell the
+    /// parent and the watchers.
+    fn finish_terminate(&mut self) {
+        if self.actor.is_some() {
+            self.call_logged("post_stop", |a, ctx| a.post_stop(ctx));
+            // Timers started by `post_stop` itself.
+            self.ctx.cancel_timers();
+        }
+        self.drop_instance();
+        self.life = Life::Terminated;
+        // The stash goes to dead letters first: it is older than the queue.
+        // Each step from here on runs user code only inside `contain` (a
+        // message's `Drop`, a subscriber), so the termination always runs
+        // to its end: the parent and the watchers are told.
+        let me = self.me();
+        let stash = self.ctx.take_stash();
+        let system = &self.cell().core.system;
+        for msg in stash {
+            contain("sending a stashed message to dead letters", || {
+                system.dead_envelope(me.clone(), Envelope::Msg(msg));
+            });
+        }
+        // What is still queued goes to dead letters before anyone can learn
+        // of the end: so a watcher (or a graceful stop) that sees this actor
+        // terminated also sees the dead letters of everything that was
+        // queued before. The user lane is drained while the mailbox is still
+        // open, with signals held back until it is empty (a Watch answered
+        // early would confirm the end too soon); a cap keeps a sender that
+        // floods a dying actor from holding this run forever. Then the
+        // mailbox closes (late senders get their dead letters themselves),
+        // what raced in is drained, and the held-back signals are answered.
+        let mut held = Vec::new();
+        // SAFETY: we hold the run.
+        unsafe { self.cell().mailbox.resume_all() };
+        for _ in 0..DRAIN_BEFORE_CLOSE {
+            // SAFETY: we hold the run.
+            match unsafe { self.cell().mailbox.dequeue() } {
+                Dequeued::Empty => break,
+                Dequeued::Retry => std::thread::yield_now(),
+                Dequeued::System(msg) => held.push(msg),
+                dequeued => self.drain(dequeued),
+            }
+        }
+        // SAFETY: we hold the run.
+        unsafe { self.cell().mailbox.close() };
+        loop {
+            // SAFETY: we hold the run.
+            match unsafe { self.cell().mailbox.dequeue() } {
+                Dequeued::Empty => break,
+                // A sender between the two steps of its push; it finishes
+                // promptly (and the mailbox takes nothing new).
+                Dequeued::Retry => std::thread::yield_now(),
+                dequeued => self.drain(dequeued),
+            }
+        }
+        let me = self.me();
+        for msg in held {
+            contain("answering a signal to a terminated actor", || {
+                undeliverable_system(&me, msg);
+            });
+        }
+        contain("publishing an actor's stop", || {
+            publish_lifecycle(self.actor_system(), || me.clone(), LifecycleKind::Stopped);
+        });
+        let parent = self.cell().core.parent.clone();
+        if let Some(parent) = &parent {
+            parent.send_system(SystemMsg::DeathWatchNotification(me.clone()));
+        }
+        for watcher in std::mem::take(&mut self.watchers) {
+            match watcher {
+                Watcher::Actor(w) if Some(&w) == parent.as_ref() => {}
+                Watcher::Actor(w) => w.send_system(SystemMsg::DeathWatchNotification(me.clone())),
+                Watcher::Callback(f) => run_callback(f),
+            }
+        }
+        // The factory may have captured anything.
+        let props = self.props.take();
+        contain("dropping an actor's props", || drop(props));
+        self.perpetrator = None;
+        if parent.is_none() {
+            self.cell().core.system.root_terminated();
+        }
+    }
+
+    /// After termination: what is still queued, or races in, goes to dead
+    /// letters (user messages) or is answered as undeliverable (signals).
+    fn drain(&mut self, dequeued: Dequeued<SystemMsg, Envelope<A::Msg>>) {
+        let me = self.me();
+        let system = &self.cell().core.system;
+        contain(
+            "sending a message of a terminated actor to dead letters",
+            || match dequeued {
+                Dequeued::System(msg) => undeliverable_system(&me, msg),
+                Dequeued::User(envelope) => system.dead_envelope(me, envelope),
+                Dequeued::Empty | Dequeued::Retry => {}
+            },
+        );
+    }
+}
+
+impl<A: Actor> Driver<A> {
+    /// The next item for an actor that uses timers, a receive timeout or
+    /// the stash: a user message resets the receive timeout's clock, and
+    /// unstashed messages come first (see `next_unstashed`). `Err` ends the
+    /// run.
+    #[inline(never)]
+    fn next_with_extras(
+        &mut self,
+        cell: &Arc<Cell<A::Msg>>,
+    ) -> Result<Dequeued<SystemMsg, Envelope<A::Msg>>, RunEnd> {
+        let dequeued = if self.ctx.has_unstashed() {
+            self.next_unstashed(cell)?
+        } else {
+            // SAFETY: `Cell::run` holds the run while it calls us.
+            unsafe { cell.mailbox.dequeue() }
+        };
+        // A timer's message resets it too, once it is known to be
+        // delivered (`timer_due`); the receive timeout's own does not.
+        if matches!(dequeued, Dequeued::User(Envelope::Msg(_))) {
+            self.ctx.touch_receive();
+        }
+        Ok(dequeued)
+    }
+
+    /// The next item while unstashed messages wait: a system message if
+    /// one is queued (invariant 3), else the oldest unstashed message, which
+    /// comes before anything still in the user lane. `Err` ends the run.
+    fn next_unstashed(
+        &mut self,
+        cell: &Arc<Cell<A::Msg>>,
+    ) -> Result<Dequeued<SystemMsg, Envelope<A::Msg>>, RunEnd> {
+        // The user lane is closed for one dequeue, so only the system lane
+        // answers (a suspended actor's does anyway).
+        // SAFETY: `Cell::run` holds the run while it calls us, as each of
+        // these calls requires.
+        let (suspended, dequeued) = unsafe {
+            let suspended = cell.mailbox.is_suspended();
+            cell.mailbox.suspend();
+            let dequeued = cell.mailbox.dequeue();
+            cell.mailbox.resume();
+            (suspended, dequeued)
+        };
+        let blocked = suspended || !matches!(self.life, Life::Running);
+        match dequeued {
+            // A system message half-pushed: come back for it (releasing
+            // could leave the unstashed messages behind).
+            Dequeued::Retry => Err(RunEnd::Yield),
+            // Suspended or stopping: the unstashed messages wait for the
+            // resume (a system message, which schedules the cell again) or
+            // go to dead letters with the stash.
+            Dequeued::Empty if blocked => Err(RunEnd::Release),
+            Dequeued::Empty => {
+                let msg = self.ctx.next_unstashed().expect("has_unstashed said so");
+                Ok(Dequeued::User(Envelope::Msg(msg)))
+            }
+            dequeued => Ok(dequeued),
+        }
+    }
+}
+
+impl<A: Actor> Drive<A::Msg> for Driver<A> {
+    fn run(&mut self, cell: &Arc<Cell<A::Msg>>, budget: &mut Budget) -> RunEnd {
+        self.ctx.cell = Some(Arc::clone(cell));
+        let end = loop {
+            if budget.is_exhausted() {
+                break RunEnd::Yield;
+            }
+            // One branch for actors with no timers, receive timeout or
+            // stash; the others take the next item out of line.
+            let dequeued = if self.ctx.extras.is_some() {
+                match self.next_with_extras(cell) {
+                    Ok(dequeued) => dequeued,
+                    Err(end) => break end,
+                }
+            } else {
+                // SAFETY: `Cell::run` holds the run while it calls us.
+                unsafe { cell.mailbox.dequeue() }
+            };
+            if matches!(dequeued, Dequeued::Empty | Dequeued::Retry) {
+                break RunEnd::Release;
+            }
+            // Spent only with a message in hand: from the second one on,
+            // `consume` lets other workers steal what this run woke (see
+            // `Budget::consume`), which an idle mailbox must not trigger.
+            let _ = budget.consume();
+            match dequeued {
+                Dequeued::Empty | Dequeued::Retry => unreachable!("handled above"),
+                _ if matches!(self.life, Life::Terminated) => self.drain(dequeued),
+                Dequeued::User(envelope) => self.invoke(envelope),
+                Dequeued::System(msg) => self.system(msg),
+            }
+        };
+        self.ctx.cell = None;
+        end
+    }
+
+    fn abandon_run(&mut self) {
+        self.ctx.cell = None;
+    }
+}
