@@ -102,6 +102,7 @@ impl Pool {
             {
                 Unparked::Shutdown => return,
                 Unparked::WorkFound | Unparked::Notified => searching = true,
+                Unparked::Polled => unreachable!("no I/O driver in this model"),
             }
         }
     }
