@@ -111,12 +111,12 @@ struct Waiters {
 /// One registered source's readiness and wakers.
 pub(crate) struct ScheduledIo {
     /// `READABLE | WRITABLE | SHUTDOWN` plus a tick (bits `TICK_SHIFT..`)
-    /// that every readiness update increments. Set by the reactor thread
+    /// that every readiness update increments. Set by the polling worker
     /// and by shutdown; cleared (only the direction bits, only if the tick
     /// is unchanged) by the I/O future that hit `WouldBlock`.
     readiness: AtomicUsize,
-    /// Locked by the future that registers its waker and by the reactor
-    /// thread that takes it: the lock is what orders "set bit, take waker"
+    /// Locked by the future that registers its waker and by the polling
+    /// worker that takes it: the lock is what orders "set bit, take waker"
     /// against "store waker, re-check bit" (see `poll_ready`).
     waiters: Mutex<Waiters>,
 }
@@ -177,7 +177,7 @@ impl ScheduledIo {
     /// Ready when `direction` may make progress (or the reactor shut down:
     /// then an error); otherwise stores the waker and is pending.
     ///
-    /// No lost wake-up: the reactor thread sets the bit, then locks
+    /// No lost wake-up: the polling worker sets the bit, then locks
     /// `waiters` to take the waker; this stores the waker under that lock,
     /// then loads the bits again. If the reactor's lock comes first, the
     /// re-check sees the bit; if this lock comes first, the reactor finds
