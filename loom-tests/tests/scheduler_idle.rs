@@ -21,19 +21,45 @@
 //! re-check of the queues after announcing the park; removing the SeqCst
 //! fence in `notify_one`; removing the one in `park`; removing both and
 //! reading the state Relaxed; a parker that checks its token and waits in two
-//! separate critical sections. Not caught, by design, because they cost
+//! separate critical sections; an unpark that never wakes the driver of a
+//! worker parked in it (caught by the driver models). Not caught, by design, because they cost
 //! parallelism, not liveness (a parking worker always re-checks): the last
 //! searcher not handing the search on, and waking only when every worker is
 //! parked.
 #![cfg(loom)]
 
 use loom::sync::atomic::{AtomicUsize, Ordering};
-use loom::sync::Arc;
+use loom::sync::{Arc, Condvar, Mutex};
 use loom::thread;
-use proscenium_scheduler::__loom::{Idle, Unparked};
+use proscenium_scheduler::__loom::{Idle, Parker, Unparked};
+
+/// The I/O driver's poll as the handshake sees it: an eventfd that a wake
+/// sets and a wait consumes (a write before the wait is still seen).
+struct Eventfd {
+    set: Mutex<bool>,
+    condvar: Condvar,
+}
+
+impl Eventfd {
+    fn wake(&self) {
+        *self.set.lock().expect("loom") = true;
+        self.condvar.notify_all();
+    }
+
+    fn wait(&self) {
+        let mut set = self.set.lock().expect("loom");
+        while !*set {
+            set = self.condvar.wait(set).expect("loom");
+        }
+        *set = false;
+    }
+}
 
 struct Pool {
     idle: Idle,
+    /// If set, worker 0 parks in this "driver" instead of on its condvar
+    /// (`Parker::park_driver`), and `Idle` wakes it through the eventfd.
+    driver: Option<Arc<Eventfd>>,
     /// Items queued and not yet taken.
     queued: AtomicUsize,
     /// Items run.
@@ -45,6 +71,23 @@ impl Pool {
     fn new(workers: usize, total: usize) -> Arc<Pool> {
         Arc::new(Pool {
             idle: Idle::new(workers),
+            driver: None,
+            queued: AtomicUsize::new(0),
+            ran: AtomicUsize::new(0),
+            total,
+        })
+    }
+
+    /// As `new`, with worker 0 parking in an I/O driver.
+    fn with_driver(workers: usize, total: usize) -> Arc<Pool> {
+        let driver = Arc::new(Eventfd {
+            set: Mutex::new(false),
+            condvar: Condvar::new(),
+        });
+        let wake = Arc::clone(&driver);
+        Arc::new(Pool {
+            idle: Idle::with_driver_wake(workers, move || wake.wake()),
+            driver: Some(driver),
             queued: AtomicUsize::new(0),
             ran: AtomicUsize::new(0),
             total,
@@ -96,20 +139,39 @@ impl Pool {
                 }
                 continue;
             }
+            let block = |parker: &Parker| {
+                match (&self.driver, index) {
+                    (Some(driver), 0) => {
+                        let _ = parker.park_driver(|| driver.wait());
+                    }
+                    _ => parker.park(),
+                }
+                // The model's driver has no I/O events to dispatch.
+                false
+            };
             match self
                 .idle
-                .park(index, searching, || self.has_work(), |_unparked| {})
+                .park_with(index, searching, || self.has_work(), |_unparked| {}, block)
             {
                 Unparked::Shutdown => return,
                 Unparked::WorkFound | Unparked::Notified => searching = true,
+                Unparked::Polled => unreachable!("no I/O driver in this model"),
             }
         }
     }
 }
 
 fn run_model(workers: usize, submitters: usize) {
+    run_pool_model(workers, submitters, false);
+}
+
+fn run_pool_model(workers: usize, submitters: usize, driver: bool) {
     loom::model(move || {
-        let pool = Pool::new(workers, submitters);
+        let pool = if driver {
+            Pool::with_driver(workers, submitters)
+        } else {
+            Pool::new(workers, submitters)
+        };
         let worker_threads: Vec<_> = (0..workers)
             .map(|i| {
                 let pool = pool.clone();
@@ -144,6 +206,20 @@ fn scheduler_submit_races_park_one_worker() {
 #[test]
 fn scheduler_submit_races_park_two_workers() {
     run_model(2, 1);
+}
+
+/// The worker parks in the I/O driver (the reactor's poll) instead of on
+/// its condvar: the submit's unpark must wake the driver (the parker's
+/// "in the driver" flag, read under the same lock as the token).
+#[test]
+fn scheduler_submit_races_park_in_driver() {
+    run_pool_model(1, 1, true);
+}
+
+/// Two workers, worker 0 in the driver and worker 1 on its condvar.
+#[test]
+fn scheduler_submit_races_park_in_driver_two_workers() {
+    run_pool_model(2, 1, true);
 }
 
 /// One worker, two submits racing with each other and with the park.

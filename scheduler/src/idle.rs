@@ -34,6 +34,20 @@
 //! A searcher that finds work stops searching; if it was the last searcher
 //! it must call [`Idle::notify_one`] so that the rest of the work (stealing
 //! takes a batch; more may be queued) finds a worker too.
+//!
+//! # Parking in the I/O driver
+//!
+//! [`Idle::park_with`] lets the worker choose how to block once the
+//! re-check found nothing: the one worker that holds the I/O driver blocks
+//! in its poll ([`Parker::park_driver`]) instead of on its condvar. That
+//! changes only *how* it sleeps, not the handshake: the announcement, the
+//! fence and the re-check come first, exactly as above, and a notifier that
+//! pops this worker unparks its [`Parker`], which reports that the worker
+//! waits in the driver; `notify_one` then runs the driver wake-up given to
+//! [`Idle::with_driver_wake`] (the reactor's `mio::Waker`). The poll also
+//! returns on I/O events; the worker dispatches them itself and, if that
+//! woke a task (into its own queue), leaves the park as
+//! [`Unparked::Polled`].
 
 use crate::park::Parker;
 use crate::sync::{fence, lock, AtomicBool, AtomicUsize, Mutex, Ordering};
@@ -60,6 +74,10 @@ pub enum Unparked {
     Notified,
     /// [`Idle::shutdown`] was called. The worker should exit.
     Shutdown,
+    /// The worker's blocking step (see [`Idle::park_with`]) polled the I/O
+    /// driver and woke tasks. It is counted as unparked and *not*
+    /// searching: the work is in its own queue.
+    Polled,
 }
 
 /// A decoded view of [`Idle::state`].
@@ -96,6 +114,17 @@ pub struct Idle {
     shutdown: CachePadded<AtomicBool>,
     parkers: Box<[CachePadded<Parker>]>,
     num_workers: usize,
+    /// Wakes the I/O driver, for a sleeper that blocks in it.
+    driver_wake: Option<DriverWake>,
+}
+
+/// Wakes a worker blocked in the I/O driver's poll.
+struct DriverWake(Box<dyn Fn() + Send + Sync>);
+
+impl std::fmt::Debug for DriverWake {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DriverWake(..)")
+    }
 }
 
 impl Idle {
@@ -118,6 +147,28 @@ impl Idle {
                 .map(|_| CachePadded::new(Parker::new()))
                 .collect(),
             num_workers,
+            driver_wake: None,
+        }
+    }
+
+    /// As [`Idle::new`], for workers that may block in an I/O driver (see
+    /// [`Idle::park_with`]): `driver_wake` wakes that driver's poll.
+    pub fn with_driver_wake(
+        num_workers: usize,
+        driver_wake: impl Fn() + Send + Sync + 'static,
+    ) -> Idle {
+        Idle {
+            driver_wake: Some(DriverWake(Box::new(driver_wake))),
+            ..Idle::new(num_workers)
+        }
+    }
+
+    /// Unparks `worker`, through the I/O driver if it blocks there.
+    fn unpark(&self, worker: usize) {
+        if self.parkers[worker].unpark() {
+            if let Some(wake) = &self.driver_wake {
+                (wake.0)();
+            }
         }
     }
 
@@ -155,7 +206,7 @@ impl Idle {
         // now on, so later submits do not wake more workers.
         self.state.fetch_add(UNPARKED_ONE | 1, Ordering::SeqCst);
         drop(sleepers);
-        self.parkers[worker].unpark();
+        self.unpark(worker);
         true
     }
 
@@ -193,12 +244,44 @@ impl Idle {
     ///
     /// `on_parked` runs after the announcement with the number of workers
     /// still unparked (quiesce uses it to learn that all are parked).
+    // The workers use `park_with`; the loom models use this.
+    #[cfg_attr(not(loom), allow(dead_code))]
     pub fn park(
         &self,
         worker: usize,
         was_searching: bool,
         has_shared_work: impl Fn() -> bool,
         on_parked: impl FnOnce(usize),
+    ) -> Unparked {
+        self.park_with(
+            worker,
+            was_searching,
+            has_shared_work,
+            on_parked,
+            |parker| {
+                parker.park();
+                false
+            },
+        )
+    }
+
+    /// [`Idle::park`], blocking through `block` instead of the condvar
+    /// alone: `block` gets this worker's [`Parker`] and must return when it
+    /// is unparked (it may return earlier: every return is re-checked). It
+    /// may block in the I/O driver instead ([`Parker::park_driver`]), and
+    /// returns `true` if it dispatched I/O events that woke tasks: the park
+    /// then ends as [`Unparked::Polled`].
+    ///
+    /// `block` runs only after the announcement, the fence and the re-check
+    /// (see the module docs): blocking in the driver's poll is just another
+    /// way to sleep, woken by `unpark` through the driver wake-up.
+    pub fn park_with(
+        &self,
+        worker: usize,
+        was_searching: bool,
+        has_shared_work: impl Fn() -> bool,
+        on_parked: impl FnOnce(usize),
+        mut block: impl FnMut(&Parker) -> bool,
     ) -> Unparked {
         let unparked_now = {
             let mut sleepers = lock(&self.sleepers);
@@ -223,9 +306,25 @@ impl Idle {
             if self.shutdown.load(Ordering::Acquire) {
                 return Unparked::Shutdown;
             }
-            self.parkers[worker].park();
+            let polled = block(&self.parkers[worker]);
             if self.shutdown.load(Ordering::Acquire) {
                 return Unparked::Shutdown;
+            }
+            if polled {
+                // Woke tasks into this worker's queue: leave the park
+                // (unless a notifier popped us meanwhile and counted us as
+                // searching; then we are searching).
+                let mut sleepers = lock(&self.sleepers);
+                return match sleepers.iter().position(|&w| w == worker) {
+                    Some(pos) => {
+                        sleepers.swap_remove(pos);
+                        // SeqCst RMW: same total order as the other state
+                        // changes. Unparked, not searching.
+                        self.state.fetch_add(UNPARKED_ONE, Ordering::SeqCst);
+                        Unparked::Polled
+                    }
+                    None => Unparked::Notified,
+                };
             }
             if !lock(&self.sleepers).contains(&worker) {
                 // A notifier popped us and counted us as searching.
@@ -253,8 +352,8 @@ impl Idle {
         // Release: pairs with the Acquire loads in `park`; whatever the
         // caller wrote before shutting down is visible to exiting workers.
         self.shutdown.store(true, Ordering::Release);
-        for parker in self.parkers.iter() {
-            parker.unpark();
+        for worker in 0..self.parkers.len() {
+            self.unpark(worker);
         }
     }
 

@@ -2,7 +2,7 @@
 //! for futures running on the workers ([`Handle::spawn`]).
 //!
 //! Sockets are non-blocking and registered with the scheduler's reactor
-//! (its thread starts on the first registration). Streams implement
+//! (polled by the workers when they park; see `reactor.rs`). Streams implement
 //! [`futures_io::AsyncRead`] and [`futures_io::AsyncWrite`], so the
 //! adapters of `futures-util` (`AsyncReadExt::read_exact`,
 //! `AsyncWriteExt::write_all`, ...) work on them. Every failure is an
@@ -61,6 +61,16 @@ use std::net::{Shutdown, SocketAddr};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+/// After the registration that created the reactor's poll: wakes a parked
+/// worker (if none searches), which takes the poll when it parks again.
+/// (Every worker may be parked on its condvar; a searching or running one
+/// takes the poll when it next parks.)
+fn announce(handle: &Handle, registration: &Registration) {
+    if registration.started_reactor() {
+        handle.shared.idle.notify_one();
+    }
+}
+
 /// A TCP socket listening for connections, registered with a scheduler's
 /// I/O reactor.
 pub struct TcpListener {
@@ -75,16 +85,20 @@ impl TcpListener {
     /// down.
     pub fn bind(handle: &Handle, addr: SocketAddr) -> io::Result<TcpListener> {
         let mio = mio::net::TcpListener::bind(addr)?;
-        TcpListener::register(&handle.shared.reactor, mio)
+        let listener = TcpListener::register(&handle.shared.reactor, mio)?;
+        announce(handle, &listener.registration);
+        Ok(listener)
     }
 
     /// Takes over a bound, listening std listener (set non-blocking here).
     pub fn from_std(handle: &Handle, listener: std::net::TcpListener) -> io::Result<TcpListener> {
         listener.set_nonblocking(true)?;
-        TcpListener::register(
+        let listener = TcpListener::register(
             &handle.shared.reactor,
             mio::net::TcpListener::from_std(listener),
-        )
+        )?;
+        announce(handle, &listener.registration);
+        Ok(listener)
     }
 
     fn register(reactor: &Reactor, mut mio: mio::net::TcpListener) -> io::Result<TcpListener> {
@@ -148,6 +162,7 @@ impl TcpStream {
     pub async fn connect(handle: &Handle, addr: SocketAddr) -> io::Result<TcpStream> {
         let mio = mio::net::TcpStream::connect(addr)?;
         let stream = TcpStream::register(&handle.shared.reactor, mio)?;
+        announce(handle, &stream.registration);
         poll_fn(|cx| stream.poll_connected(cx)).await?;
         Ok(stream)
     }
@@ -177,10 +192,12 @@ impl TcpStream {
     /// Takes over a connected std stream (set non-blocking here).
     pub fn from_std(handle: &Handle, stream: std::net::TcpStream) -> io::Result<TcpStream> {
         stream.set_nonblocking(true)?;
-        TcpStream::register(
+        let stream = TcpStream::register(
             &handle.shared.reactor,
             mio::net::TcpStream::from_std(stream),
-        )
+        )?;
+        announce(handle, &stream.registration);
+        Ok(stream)
     }
 
     fn register(reactor: &Reactor, mut mio: mio::net::TcpStream) -> io::Result<TcpStream> {

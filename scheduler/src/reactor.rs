@@ -1,35 +1,48 @@
-//! The I/O reactor: a mio `Poll` driven by one reactor thread, started on
-//! the first registration (a scheduler that never does I/O pays nothing:
-//! no thread, no file descriptor).
+//! The I/O reactor: a mio `Poll` created on the first registration (a
+//! scheduler that never does I/O pays nothing: no file descriptor) and
+//! driven by the workers themselves, tokio's design: a worker about to park
+//! takes the poll if no other worker holds it and blocks in it instead of
+//! on its condvar ([`Reactor::park`]); the others park on their condvars as
+//! before. A submit that must wake the worker in the poll does so through
+//! the [`mio::Waker`] ([`Reactor::unpark_driver`], called by `Idle`). The
+//! events it finds it dispatches itself, so the tasks they wake land in its
+//! own queue and it runs them next: no hop through another thread, no
+//! futex wake. A running worker also polls without blocking every
+//! `INJECTOR_INTERVAL` runs if the poll is free ([`Reactor::poll_now`]), so
+//! I/O is not starved while every worker is busy. (The first design, a
+//! dedicated reactor thread, is measured against this one in
+//! docs/decisions/0010-io-reactor.md.)
 //!
 //! Each registered source gets a slot in a slab; its mio [`Token`] packs
 //! the slot's index and generation. The slot holds a [`ScheduledIo`]: the
 //! source's readiness bits (one atomic word, with a tick counter) and a
 //! read waker and a write waker (tokio's `ScheduledIo` is the model). The
-//! reactor thread turns each event into readiness bits and wakes the
+//! polling worker turns each event into readiness bits and wakes the
 //! wakers; an I/O future polls [`Registration::poll_io`], which tries the
 //! operation while the readiness bit is set, clears it on `WouldBlock` and
 //! re-arms its waker (see [`ScheduledIo::poll_ready`] for why no edge is
 //! lost).
 //!
-//! Registering is a lock and a syscall on the caller's thread (no hop to
-//! the reactor thread). Deregistering removes the source from mio's
+//! Registering is a lock and a syscall on the caller's thread. Deregistering removes the source from mio's
 //! registry *before* freeing its slot and bumps the slot's generation, so
 //! an event already read for a freed (or reused) slot carries an old
 //! generation and is ignored.
 //!
 //! [`Reactor::shutdown`] (called by the scheduler's quiesce and drop) stops
-//! the thread through a [`mio::Waker`], joins it, and marks every source
-//! shut down, waking its wakers: a pending I/O future then fails with an
+//! the polling (waking the worker in the poll through the [`mio::Waker`];
+//! no worker takes the poll afterwards) and marks every source shut down,
+//! waking its wakers: a pending I/O future then fails with an
 //! [`io::ErrorKind::Other`] error "scheduler shut down"; a registration
 //! afterwards fails the same way.
 
-use crate::sync::{lock, thread, Arc, AtomicBool, AtomicUsize, Mutex, Ordering};
+use crate::park::Parker;
+use crate::sync::{lock, try_lock, Arc, AtomicBool, AtomicUsize, Mutex, Ordering};
 use mio::event::Source;
 use mio::{Events, Interest, Token};
 use std::fmt;
 use std::io;
 use std::task::{Context, Poll, Waker};
+use std::time::Duration;
 
 /// Readiness bit: a read may make progress (or EOF / an error is pending).
 const READABLE: usize = 1;
@@ -98,12 +111,12 @@ struct Waiters {
 /// One registered source's readiness and wakers.
 pub(crate) struct ScheduledIo {
     /// `READABLE | WRITABLE | SHUTDOWN` plus a tick (bits `TICK_SHIFT..`)
-    /// that every readiness update increments. Set by the reactor thread
+    /// that every readiness update increments. Set by the polling worker
     /// and by shutdown; cleared (only the direction bits, only if the tick
     /// is unchanged) by the I/O future that hit `WouldBlock`.
     readiness: AtomicUsize,
-    /// Locked by the future that registers its waker and by the reactor
-    /// thread that takes it: the lock is what orders "set bit, take waker"
+    /// Locked by the future that registers its waker and by the polling
+    /// worker that takes it: the lock is what orders "set bit, take waker"
     /// against "store waker, re-check bit" (see `poll_ready`).
     waiters: Mutex<Waiters>,
 }
@@ -164,7 +177,7 @@ impl ScheduledIo {
     /// Ready when `direction` may make progress (or the reactor shut down:
     /// then an error); otherwise stores the waker and is pending.
     ///
-    /// No lost wake-up: the reactor thread sets the bit, then locks
+    /// No lost wake-up: the polling worker sets the bit, then locks
     /// `waiters` to take the waker; this stores the waker under that lock,
     /// then loads the bits again. If the reactor's lock comes first, the
     /// re-check sees the bit; if this lock comes first, the reactor finds
@@ -226,22 +239,30 @@ impl ScheduledIo {
     }
 }
 
-/// What the reactor thread needs besides the slab, shared with every
+/// What the polling worker needs besides the slab, shared with every
 /// registration (which deregisters through `registry`).
 struct Driver {
-    /// A clone of the `Poll`'s registry (the `Poll` itself is the reactor
-    /// thread's).
+    /// A clone of the `Poll`'s registry (the `Poll` itself is in
+    /// `ReactorInner::poller`).
     registry: mio::Registry,
-    /// Wakes the reactor thread out of `poll` (for shutdown).
+    /// Wakes the worker blocked in `poll` (for a submit, and for shutdown).
     waker: mio::Waker,
 }
 
+/// The poll and what a turn of it needs; held (locked) by the one worker
+/// that polls.
+struct Poller {
+    poll: mio::Poll,
+    events: Events,
+    /// Wakers taken from the slab under its lock, woken after it.
+    wakers: Vec<Waker>,
+}
+
 enum Phase {
-    /// No source was ever registered: no thread, no descriptor.
+    /// No source was ever registered: no descriptor.
     NotStarted,
     Running {
         driver: Arc<Driver>,
-        thread: thread::JoinHandle<()>,
     },
     ShutDown,
 }
@@ -253,6 +274,9 @@ struct Slot {
 
 struct State {
     phase: Phase,
+    /// The driver until [`Reactor::close`] (kept past `shutdown`, so that a
+    /// worker still in the poll can be woken).
+    waker_driver: Option<Arc<Driver>>,
     slab: Vec<Slot>,
     /// Indices of free slots.
     free: Vec<usize>,
@@ -260,12 +284,18 @@ struct State {
 
 struct ReactorInner {
     /// Phase, slab and free list. Locked by registration, deregistration,
-    /// shutdown, and by the reactor thread once per batch of events.
+    /// shutdown, and by the polling worker once per batch of events.
     state: Mutex<State>,
-    /// Set once, by `shutdown` (under `state`'s lock); read by the reactor
-    /// thread each time `poll` returns.
+    /// The poll: `None` until the first registration and after `close`.
+    /// A worker takes it with `try_lock` (never waits for it): whoever holds
+    /// the lock is the one worker that polls.
+    poller: Mutex<Option<Poller>>,
+    /// Set once, by `start`: lets a running worker skip the poll with one
+    /// load of a line nobody writes afterwards.
+    started: AtomicBool,
+    /// Set once, by `shutdown` (under `state`'s lock); read before taking
+    /// the poll and each time `poll` returns.
     stop: AtomicBool,
-    thread_name: String,
 }
 
 /// The scheduler's reactor (a cheap handle; `Shared` holds one).
@@ -281,36 +311,30 @@ impl fmt::Debug for Reactor {
 }
 
 impl Reactor {
-    pub(crate) fn new(thread_name: String) -> Reactor {
+    pub(crate) fn new() -> Reactor {
         Reactor {
-            inner: Arc::new(ReactorInner {
-                state: Mutex::new(State {
-                    phase: Phase::NotStarted,
-                    slab: Vec::new(),
-                    free: Vec::new(),
-                }),
-                stop: AtomicBool::new(false),
-                thread_name,
-            }),
+            inner: Arc::new(ReactorInner::new()),
         }
     }
 
-    /// Registers `source` for `interest` (edge-triggered), starting the
-    /// reactor thread if this is the first registration.
+    /// Registers `source` for `interest` (edge-triggered), creating the
+    /// poll if this is the first registration (then
+    /// [`Registration::started_reactor`] says so: the caller must wake a
+    /// parked worker, which takes the poll when it parks again).
     pub(crate) fn register(
         &self,
         source: &mut impl Source,
         interest: Interest,
     ) -> io::Result<Registration> {
-        let (driver, token, io) = {
+        let (driver, token, io, started_reactor) = {
             let mut state = lock(&self.inner.state);
-            let driver = match &state.phase {
-                Phase::Running { driver, .. } => Arc::clone(driver),
+            let (driver, started) = match &state.phase {
+                Phase::Running { driver, .. } => (Arc::clone(driver), false),
                 Phase::ShutDown => return Err(shut_down_error()),
-                Phase::NotStarted => self.start(&mut state)?,
+                Phase::NotStarted => (self.start(&mut state)?, true),
             };
             let (token, io) = state.allocate()?;
-            (driver, token, io)
+            (driver, token, io, started)
         };
         if let Err(e) = driver.registry.register(source, token, interest) {
             self.inner.release(token);
@@ -321,53 +345,134 @@ impl Reactor {
             driver,
             token,
             io,
+            started_reactor,
         })
     }
 
-    /// Creates the `Poll`, its waker and the reactor thread.
+    /// Creates the `Poll` and its waker, and leaves the poll for a worker.
     fn start(&self, state: &mut State) -> io::Result<Arc<Driver>> {
         let poll = mio::Poll::new()?;
         let driver = Arc::new(Driver {
             registry: poll.registry().try_clone()?,
             waker: mio::Waker::new(poll.registry(), WAKER_TOKEN)?,
         });
-        let inner = Arc::clone(&self.inner);
-        let thread = thread::Builder::new()
-            .name(self.inner.thread_name.clone())
-            .spawn(move || run(&inner, poll))?;
+        *lock(&self.inner.poller) = Some(Poller {
+            poll,
+            events: Events::with_capacity(EVENTS_CAPACITY),
+            wakers: Vec::new(),
+        });
+        // Release: pairs with the Relaxed hint load in `poll_now` only as a
+        // hint; the poll itself is published by `poller`'s lock.
+        self.inner.started.store(true, Ordering::Release);
         state.phase = Phase::Running {
             driver: Arc::clone(&driver),
-            thread,
         };
+        state.waker_driver = Some(Arc::clone(&driver));
         Ok(driver)
     }
 
-    /// Stops and joins the reactor thread, fails every registered source
-    /// (waking its wakers) and refuses later registrations. Idempotent.
+    /// The blocking step of a parking worker (`Idle::park_with`, after the
+    /// announcement, the fence and the re-check): if the poll is free,
+    /// block in it until an I/O event or [`unpark_driver`](Self::unpark_driver),
+    /// then dispatch the events; otherwise park on the condvar. Returns
+    /// whether the events woke tasks (into this worker's queue).
+    pub(crate) fn park(&self, parker: &Parker) -> bool {
+        let Some(mut guard) = try_lock(&self.inner.poller) else {
+            parker.park();
+            return false;
+        };
+        // SeqCst: pairs with the store in `shutdown`, which then wakes the
+        // poll: a worker that read `false` here and blocks is woken by that
+        // wake (an eventfd write: still seen by a poll that starts after
+        // it); one that reads `true` parks on its condvar and never takes
+        // the poll again, so `close` can drop it once the workers exit.
+        let stopped = self.inner.stop.load(Ordering::SeqCst);
+        let Some(poller) = guard.as_mut().filter(|_| !stopped) else {
+            drop(guard);
+            parker.park();
+            return false;
+        };
+        let Poller { poll, events, .. } = poller;
+        match parker.park_driver(|| poll.poll(events, None)) {
+            None => false,
+            Some(result) => self.inner.dispatch(&mut guard, result),
+        }
+    }
+
+    /// A running worker's check for I/O (every `INJECTOR_INTERVAL` runs):
+    /// if the poll exists and no worker holds it, poll without blocking and
+    /// dispatch. Keeps I/O going while every worker is busy.
+    #[inline]
+    pub(crate) fn poll_now(&self) {
+        // Relaxed: a hint; the poll itself is taken under its lock.
+        if !self.inner.started.load(Ordering::Relaxed) {
+            return;
+        }
+        self.poll_now_slow();
+    }
+
+    #[cold]
+    fn poll_now_slow(&self) {
+        let Some(mut guard) = try_lock(&self.inner.poller) else {
+            return;
+        };
+        // SeqCst: as in `park`.
+        if self.inner.stop.load(Ordering::SeqCst) {
+            return;
+        }
+        let Some(Poller { poll, events, .. }) = guard.as_mut() else {
+            return;
+        };
+        let result = poll.poll(events, Some(Duration::ZERO));
+        let _ = self.inner.dispatch(&mut guard, result);
+    }
+
+    /// Wakes the worker blocked in the poll (a parked worker that a submit
+    /// unparks; see `Idle::with_driver_wake`).
+    pub(crate) fn unpark_driver(&self) {
+        let driver = lock(&self.inner.state).waker_driver.clone();
+        if let Some(driver) = driver {
+            if let Err(e) = driver.waker.wake() {
+                tracing::error!(error = %e, "could not wake the worker polling for I/O");
+            }
+        }
+    }
+
+    /// Stops the polling, fails every registered source (waking its
+    /// wakers) and refuses later registrations. Idempotent. The poll's
+    /// descriptor closes in [`close`](Self::close), once the workers exited.
     pub(crate) fn shutdown(&self) {
         let mut wakers = Vec::new();
-        let phase = {
+        let driver = {
             let mut state = lock(&self.inner.state);
-            let phase = std::mem::replace(&mut state.phase, Phase::ShutDown);
-            // SeqCst: rare; read by the reactor thread after the wake below.
+            state.phase = Phase::ShutDown;
+            // SeqCst: pairs with the loads in `park` and `poll_now` (see
+            // `park`); rare.
             self.inner.stop.store(true, Ordering::SeqCst);
             for io in state.slab.iter().filter_map(|slot| slot.io.as_ref()) {
                 io.set_readiness(SHUTDOWN);
                 io.take_wakers(SHUTDOWN, &mut wakers);
             }
-            phase
+            state.waker_driver.clone()
         };
-        if let Phase::Running { driver, thread } = phase {
+        if let Some(driver) = driver {
+            // Out of the poll: the worker there parks on its condvar next.
             if let Err(e) = driver.waker.wake() {
-                tracing::error!(error = %e, "could not wake the I/O reactor thread to stop it");
-            }
-            if thread.join().is_err() {
-                tracing::error!("the I/O reactor thread panicked");
+                tracing::error!(error = %e, "could not wake the worker polling for I/O");
             }
         }
         for waker in wakers {
             waker.wake();
         }
+    }
+
+    /// Drops the poll and the driver (closing their descriptors, unless a
+    /// registration still holds the driver). Called after the workers were
+    /// joined, after `shutdown`.
+    pub(crate) fn close(&self) {
+        let poller = lock(&self.inner.poller).take();
+        let driver = lock(&self.inner.state).waker_driver.take();
+        drop((poller, driver));
     }
 }
 
@@ -396,60 +501,45 @@ impl State {
 }
 
 impl ReactorInner {
-    /// Frees `token`'s slot (if it is still that token's) for reuse under
-    /// the next generation.
-    fn release(&self, token: Token) {
-        let (index, generation) = split(token);
-        let mut state = lock(&self.state);
-        if let Some(slot) = state.slab.get_mut(index) {
-            if slot.generation == generation && slot.io.is_some() {
-                slot.io = None;
-                slot.generation = (generation + 1) & GENERATION_MAX;
-                state.free.push(index);
-            }
+    fn new() -> ReactorInner {
+        ReactorInner {
+            state: Mutex::new(State {
+                phase: Phase::NotStarted,
+                waker_driver: None,
+                slab: Vec::new(),
+                free: Vec::new(),
+            }),
+            poller: Mutex::new(None),
+            started: AtomicBool::new(false),
+            stop: AtomicBool::new(false),
         }
     }
 
-    /// Marks every source as shut down and wakes its wakers (the reactor
-    /// thread failed).
-    fn fail_all(&self) {
-        let mut wakers = Vec::new();
-        {
-            let state = lock(&self.state);
-            for io in state.slab.iter().filter_map(|slot| slot.io.as_ref()) {
-                io.set_readiness(SHUTDOWN);
-                io.take_wakers(SHUTDOWN, &mut wakers);
-            }
-        }
-        for waker in wakers {
-            waker.wake();
-        }
-    }
-}
-
-fn split(token: Token) -> (usize, usize) {
-    (token.0 & INDEX_MASK, token.0 >> INDEX_BITS)
-}
-
-/// The reactor thread: poll, turn events into readiness, wake.
-fn run(inner: &ReactorInner, mut poll: mio::Poll) {
-    let mut events = Events::with_capacity(EVENTS_CAPACITY);
-    let mut wakers: Vec<Waker> = Vec::new();
-    loop {
-        if let Err(e) = poll.poll(&mut events, None) {
+    /// Turns the events of a poll into readiness and wakes their wakers
+    /// (outside the slab's lock: a wake submits a task, and may unpark a
+    /// worker). Returns whether it woke any. On a poll error other than
+    /// `Interrupted`, fails every source and drops the poll (the workers
+    /// park on their condvars from then on).
+    fn dispatch(&self, guard: &mut Option<Poller>, result: io::Result<()>) -> bool {
+        if let Err(e) = result {
             if e.kind() == io::ErrorKind::Interrupted {
-                continue;
+                return false;
             }
             tracing::error!(error = %e, "the I/O reactor's poll failed; failing every source");
-            inner.fail_all();
-            return;
+            *guard = None;
+            self.fail_all();
+            return false;
         }
-        // SeqCst: pairs with the store in `Reactor::shutdown`.
-        if inner.stop.load(Ordering::SeqCst) {
-            return;
+        // SeqCst: pairs with the store in `Reactor::shutdown` (after it,
+        // every source is failed already: nothing to dispatch).
+        if self.stop.load(Ordering::SeqCst) {
+            return false;
         }
+        let Some(Poller { events, wakers, .. }) = guard.as_mut() else {
+            return false;
+        };
         {
-            let state = lock(&inner.state);
+            let state = lock(&self.state);
             for event in events.iter() {
                 if event.token() == WAKER_TOKEN {
                     continue;
@@ -472,15 +562,50 @@ fn run(inner: &ReactorInner, mut poll: mio::Poll) {
                 }
                 if bits != 0 {
                     io.set_readiness(bits);
-                    io.take_wakers(bits, &mut wakers);
+                    io.take_wakers(bits, wakers);
                 }
             }
         }
-        // Outside the lock: a wake submits a task (and may unpark a worker).
+        let woke = !wakers.is_empty();
         for waker in wakers.drain(..) {
             waker.wake();
         }
+        woke
     }
+
+    /// Frees `token`'s slot (if it is still that token's) for reuse under
+    /// the next generation.
+    fn release(&self, token: Token) {
+        let (index, generation) = split(token);
+        let mut state = lock(&self.state);
+        if let Some(slot) = state.slab.get_mut(index) {
+            if slot.generation == generation && slot.io.is_some() {
+                slot.io = None;
+                slot.generation = (generation + 1) & GENERATION_MAX;
+                state.free.push(index);
+            }
+        }
+    }
+
+    /// Marks every source as shut down and wakes its wakers (the poll
+    /// failed).
+    fn fail_all(&self) {
+        let mut wakers = Vec::new();
+        {
+            let state = lock(&self.state);
+            for io in state.slab.iter().filter_map(|slot| slot.io.as_ref()) {
+                io.set_readiness(SHUTDOWN);
+                io.take_wakers(SHUTDOWN, &mut wakers);
+            }
+        }
+        for waker in wakers {
+            waker.wake();
+        }
+    }
+}
+
+fn split(token: Token) -> (usize, usize) {
+    (token.0 & INDEX_MASK, token.0 >> INDEX_BITS)
 }
 
 /// One source's registration: its readiness, and its slot until
@@ -490,9 +615,19 @@ pub(crate) struct Registration {
     driver: Arc<Driver>,
     token: Token,
     io: Arc<ScheduledIo>,
+    /// Whether this registration created the poll (see
+    /// [`Reactor::register`]).
+    started_reactor: bool,
 }
 
 impl Registration {
+    /// Whether this registration created the poll: the caller must then
+    /// wake a parked worker (`Idle::notify_one`), which takes the poll when
+    /// it parks again (the workers may all be parked on their condvars).
+    pub(crate) fn started_reactor(&self) -> bool {
+        self.started_reactor
+    }
+
     /// The reactor this source is registered with (to register sources it
     /// creates, such as accepted streams).
     pub(crate) fn reactor(&self) -> &Reactor {
@@ -643,15 +778,7 @@ mod tests {
 
     #[test]
     fn a_reused_slot_gets_a_new_generation() {
-        let inner = ReactorInner {
-            state: Mutex::new(State {
-                phase: Phase::NotStarted,
-                slab: Vec::new(),
-                free: Vec::new(),
-            }),
-            stop: AtomicBool::new(false),
-            thread_name: "test".to_owned(),
-        };
+        let inner = ReactorInner::new();
         let (first, _io) = lock(&inner.state).allocate().expect("a slot");
         inner.release(first);
         // Releasing a stale token again frees nothing.

@@ -51,8 +51,8 @@ pub(crate) struct Shared {
     quiesce_lock: Mutex<()>,
     quiesce_cv: Condvar,
     pub(crate) timers: Arc<TimerShared>,
-    /// The I/O reactor (`net`); its thread starts on the first
-    /// registration.
+    /// The I/O reactor (`net`); its poll is created on the first
+    /// registration and polled by parking workers.
     pub(crate) reactor: Reactor,
 }
 
@@ -256,8 +256,9 @@ pub struct QuiesceReport {
     pub panics: u64,
 }
 
-/// A pool of worker threads running [`Runnable`]s, plus a timer thread (and
-/// an I/O reactor thread once a socket is registered, see [`crate::net`]).
+/// A pool of worker threads running [`Runnable`]s, plus a timer thread
+/// (the workers also poll the I/O reactor once a socket is registered, see
+/// [`crate::net`]).
 ///
 /// Dropping it shuts it down at once (like a quiesce whose deadline has
 /// passed) and joins every thread.
@@ -290,13 +291,17 @@ impl Scheduler {
 
     pub(crate) fn start(config: Builder, workers: usize) -> Result<Scheduler, BuildError> {
         let deques: Vec<Deque<Job>> = (0..workers).map(|_| Deque::new_fifo()).collect();
+        let reactor = Reactor::new();
+        // A parked worker may block in the reactor's poll: `Idle` wakes it
+        // through the poll's waker.
+        let driver = reactor.clone();
         let shared = Arc::new(Shared {
             injector: Injector::new(),
             urgent: Injector::new(),
             urgent_hint: CachePadded::new(AtomicUsize::new(0)),
             stealers: deques.iter().map(Deque::stealer).collect(),
             lifos: (0..workers).map(|_| Arc::new(LifoSlot::new())).collect(),
-            idle: Idle::new(workers),
+            idle: Idle::with_driver_wake(workers, move || driver.unpark_driver()),
             counters: (0..workers).map(|_| CachePadded::default()).collect(),
             throughput: config.throughput,
             closed: CachePadded::new(AtomicBool::new(false)),
@@ -304,7 +309,7 @@ impl Scheduler {
             quiesce_lock: Mutex::new(()),
             quiesce_cv: Condvar::new(),
             timers: Arc::new(TimerShared::new()),
-            reactor: Reactor::new(format!("{}-io", config.thread_name)),
+            reactor,
         });
         let handle = Handle {
             shared: Arc::clone(&shared),
@@ -441,6 +446,8 @@ impl Scheduler {
             }
             workers_joined += 1;
         }
+        // No worker polls any more: close the poll's descriptor.
+        shared.reactor.close();
         // Only the injector is left to empty; the deques were emptied by
         // their workers on exit.
         runnables_left += shared.queued();

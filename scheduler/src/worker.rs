@@ -292,7 +292,12 @@ impl LoopState<'_> {
                 }
             }
             Counters::bump(&self.local.counters().parks);
-            let outcome = shared.idle.park(
+            // Blocks in the I/O reactor's poll instead of on the condvar if
+            // no other worker holds it (`Reactor::park`); either way only
+            // after `park_with` announced the park, fenced and re-checked
+            // the queues (see idle.rs: the poll is just another way to
+            // sleep, woken through its waker).
+            let outcome = shared.idle.park_with(
                 self.local.index,
                 self.searching,
                 || shared.has_shared_work(),
@@ -301,9 +306,15 @@ impl LoopState<'_> {
                         shared.all_parked();
                     }
                 },
+                |parker| shared.reactor.park(parker),
             );
             match outcome {
                 Unparked::Shutdown => return,
+                Unparked::Polled => {
+                    // Its I/O events woke tasks into this worker's queue.
+                    self.searching = false;
+                    shared.timers.wake_monitor();
+                }
                 Unparked::WorkFound | Unparked::Notified => {
                     self.searching = true;
                     // The stall monitor stops ticking once every worker has
@@ -325,6 +336,9 @@ impl LoopState<'_> {
             if local.shared.idle.is_shutdown() {
                 return None;
             }
+            // I/O that came while every worker was busy (one load when the
+            // reactor was never started).
+            local.shared.reactor.poll_now();
             if let Some(job) = self.steal_injector() {
                 return Some(job);
             }

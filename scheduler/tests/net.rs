@@ -234,7 +234,7 @@ fn thread_names() -> Vec<String> {
 }
 
 #[test]
-fn the_reactor_thread_starts_on_the_first_registration() {
+fn io_works_when_every_worker_was_parked_before_the_first_registration() {
     let _fds = shared_fds();
     let s = Scheduler::builder()
         .workers(2)
@@ -244,18 +244,62 @@ fn the_reactor_thread_starts_on_the_first_registration() {
         .unwrap();
     let ran = s.handle().spawn(async { 1 }).wait();
     assert_eq!(ran, Ok(1));
-    assert!(!thread_names().iter().any(|n| n == "lazyio-io"));
+    // Both parked on their condvars: the registration that creates the
+    // poll must wake one, or nobody ever polls.
+    support::wait_until("every worker to park", || s.handle().parked_workers() == 2);
     let listener = TcpListener::bind(s.handle(), any_port()).unwrap();
-    // The new thread names itself as it starts.
-    support::wait_until("the reactor thread to start", || {
-        thread_names().iter().any(|n| n == "lazyio-io")
+    let addr = listener.local_addr().unwrap();
+    let accepted = s
+        .handle()
+        .spawn(async move { listener.accept().await.map(|_| ()) });
+    let _peer = std::net::TcpStream::connect(addr).unwrap();
+    assert!(accepted.wait().unwrap().is_ok());
+    // No thread of its own: the workers poll.
+    assert!(!thread_names().iter().any(|n| n == "lazyio-io"));
+}
+
+/// Pending forever-ish: wakes itself and yields until `stop` is set.
+struct BusyUntil(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl std::future::Future for BusyUntil {
+    type Output = ();
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        if self.0.load(std::sync::atomic::Ordering::Acquire) {
+            return std::task::Poll::Ready(());
+        }
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
+    }
+}
+
+#[test]
+fn io_is_polled_while_every_worker_is_busy() {
+    let _fds = shared_fds();
+    let s = support::scheduler(2);
+    let handle = s.handle().clone();
+    let listener = TcpListener::bind(&handle, any_port()).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop_accept = std::sync::Arc::clone(&stop);
+    let accepted = handle.spawn(async move {
+        let accepted = listener.accept().await.map(|_| ());
+        stop_accept.store(true, std::sync::atomic::Ordering::Release);
+        accepted
     });
-    drop(listener);
-    drop(s);
-    // Joined; the kernel forgets the thread a moment after the join.
-    support::wait_until("the reactor thread to be gone", || {
-        !thread_names().iter().any(|n| n == "lazyio-io")
-    });
+    // Both workers busy (they never park) until the accept completes.
+    let busy: Vec<_> = (0..2)
+        .map(|_| handle.spawn(BusyUntil(std::sync::Arc::clone(&stop))))
+        .collect();
+    support::wait_until("both workers to be busy", || handle.parked_workers() == 0);
+    let _peer = std::net::TcpStream::connect(addr).unwrap();
+    assert!(accepted.wait().unwrap().is_ok());
+    for b in busy {
+        b.wait().unwrap();
+    }
 }
 
 #[test]
