@@ -79,8 +79,6 @@ pub struct Ask<R> {
     slot: Arc<AskSlot<R>>,
     taken: bool,
     timeout: Duration,
-    /// When the timeout passes (`None`: too far away to represent).
-    deadline: Option<Instant>,
 }
 
 impl<R> Ask<R> {
@@ -99,11 +97,16 @@ impl<R> Ask<R> {
         proscenium_scheduler::assert_not_on_worker("Ask::wait");
         assert!(!self.taken, "Ask::wait after try_take took the answer");
         self.taken = true;
-        if let Some(answer) = self.slot.wait_take_until(self.deadline) {
+        // A backstop in case the timer thread is late: the timeout again,
+        // from now (the timer, armed when the ask was made, fires first;
+        // not reading the clock when the ask is made saves every ask that
+        // is awaited or piped a clock read).
+        let deadline = Instant::now().checked_add(self.timeout);
+        if let Some(answer) = self.slot.wait_take_until(deadline) {
             return answer;
         }
-        // Our own deadline, in case the timer thread is late: time out,
-        // unless the answer came in just now.
+        // Our own deadline passed: time out, unless the answer came in just
+        // now.
         let _ = self.slot.complete(Err(AskError::Timeout(self.timeout)));
         self.slot.wait_take()
     }
@@ -188,7 +191,6 @@ pub(crate) fn request<R: Send + 'static>(
     timeout: Duration,
 ) -> (Reply<R>, Ask<R>) {
     let slot: Arc<AskSlot<R>> = Arc::new(Slot::new());
-    let deadline = Instant::now().checked_add(timeout);
     let expiry = Expiry::new(
         Arc::clone(&slot),
         Err(AskError::Timeout(timeout)),
@@ -209,7 +211,6 @@ pub(crate) fn request<R: Send + 'static>(
             slot,
             taken: false,
             timeout,
-            deadline,
         },
     )
 }
