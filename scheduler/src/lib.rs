@@ -11,6 +11,10 @@
 //! and never loses a wake-up (the handshake has a loom model). A run gets a
 //! [`Budget`] of `throughput` units and yields when it has used it.
 //!
+//! Futures wait for sockets through [`net`] (TCP on a mio reactor that a
+//! parking worker polls instead of sleeping; decision 0010), and for time
+//! through [`Handle::sleep`] and the timer thread.
+//!
 //! The scheduler knows nothing of actors; the engine implements
 //! [`Runnable`] for its cells.
 //!
