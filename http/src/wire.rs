@@ -33,6 +33,9 @@ pub(crate) struct Head {
 }
 
 /// The outcome of parsing the buffered bytes.
+// Returned once per parse and matched at once: boxing the head would cost
+// an allocation per request for nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub(crate) enum Parsed {
     Complete(Head),
