@@ -1,2 +1,59 @@
-//! Placeholder: this layer is built by a later issue.
+//! An embedded HTTP/1.1 server for proscenium, with Akka HTTP's graceful
+//! termination.
+//!
+//! [`Http::bind`] listens on an address and serves each connection as a
+//! task on the [`ActorSystem`](proscenium::ActorSystem)'s workers (over
+//! `proscenium::net`, the scheduler's I/O reactor), calling an `async`
+//! handler for each request. Connections are kept alive and pipelined
+//! requests are answered in order; request bodies are framed by
+//! `Content-Length` or `Transfer-Encoding: chunked`, responses by
+//! `Content-Length`. A malformed request is answered 400, a head too large
+//! 431, a body too large 413, and the connection closes; a handler that
+//! panics is answered 500 and the server goes on.
+//!
+//! The [`ServerBinding`] stops the server: [`ServerBinding::unbind`] stops
+//! accepting connections, [`ServerBinding::terminate`] also finishes the
+//! requests in flight (their responses carry `Connection: close`), closes
+//! idle connections, answers new requests with 503 and closes what is left
+//! at a hard deadline.
+//!
+//! Bodies are owned bytes for now ([`Body`]); streaming bodies come later.
+//!
+//! ```
+//! use http::{Request, Response};
+//! use proscenium::ActorSystem;
+//! use proscenium_http::{Body, Http};
+//! use std::io::{Read, Write};
+//! use std::time::Duration;
+//!
+//! let system = ActorSystem::builder().workers(2).pin_workers(false).build()?;
+//! let binding = Http::bind(&system, "127.0.0.1:0".parse()?, |request: Request<Body>| async move {
+//!     Response::new(Body::from(format!("hello {}", request.uri().path())))
+//! })?;
+//!
+//! let mut client = std::net::TcpStream::connect(binding.local_addr())?;
+//! client.write_all(b"GET /world HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")?;
+//! let mut response = String::new();
+//! client.read_to_string(&mut response)?;
+//! assert!(response.starts_with("HTTP/1.1 200 OK\r\n"));
+//! assert!(response.ends_with("\r\n\r\nhello /world"));
+//!
+//! let terminated = binding.terminate(Duration::from_secs(5)).wait()?;
+//! assert_eq!(terminated.forced_connections, 0);
+//! system.terminate().wait();
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 #![deny(missing_docs)]
+#![doc(test(attr(deny(warnings))))]
+
+mod binding;
+mod body;
+mod connection;
+mod wire;
+
+pub use crate::binding::{
+    Http, HttpTerminated, HttpTermination, ServerBinding, ServerSettings, TerminateError, Unbind,
+};
+pub use crate::body::Body;
+/// The `http` crate, whose `Request` and `Response` handlers take and return.
+pub use http;

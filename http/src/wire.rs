@@ -1,0 +1,214 @@
+//! The HTTP/1.1 wire format: parsing a request head (with `httparse`) and
+//! writing a response.
+
+use crate::body::Body;
+use http::header::{CONNECTION, CONTENT_LENGTH, TRANSFER_ENCODING};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, Response, StatusCode, Uri, Version};
+
+/// Headers per request beyond which the head is refused with 431.
+pub(crate) const MAX_HEADERS: usize = 64;
+
+/// How the request body is framed (RFC 9112 §6.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Framing {
+    /// `Content-Length` bytes (0 without the header).
+    Length(usize),
+    /// `Transfer-Encoding: chunked`.
+    Chunked,
+}
+
+/// A parsed request head.
+#[derive(Debug)]
+pub(crate) struct Head {
+    pub(crate) method: Method,
+    pub(crate) uri: Uri,
+    pub(crate) version: Version,
+    pub(crate) headers: HeaderMap,
+    /// Bytes of the head, including the empty line.
+    pub(crate) len: usize,
+    pub(crate) framing: Framing,
+    /// Whether the connection stays open after the response (HTTP/1.1:
+    /// unless `Connection: close`; HTTP/1.0: only with `keep-alive`).
+    pub(crate) keep_alive: bool,
+}
+
+/// The outcome of parsing the buffered bytes.
+// Returned once per parse and matched at once: boxing the head would cost
+// an allocation per request for nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub(crate) enum Parsed {
+    Complete(Head),
+    Partial,
+    /// Refused with this status, and the connection closes.
+    Invalid(StatusCode),
+}
+
+/// Parses a request head from the start of `buf`.
+pub(crate) fn parse_head(buf: &[u8]) -> Parsed {
+    let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut request = httparse::Request::new(&mut slots);
+    let len = match request.parse(buf) {
+        Ok(httparse::Status::Complete(len)) => len,
+        Ok(httparse::Status::Partial) => return Parsed::Partial,
+        Err(httparse::Error::TooManyHeaders) => {
+            return Parsed::Invalid(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE)
+        }
+        Err(_) => return Parsed::Invalid(StatusCode::BAD_REQUEST),
+    };
+    match head(&request, len) {
+        Ok(head) => Parsed::Complete(head),
+        Err(status) => Parsed::Invalid(status),
+    }
+}
+
+fn head(request: &httparse::Request<'_, '_>, len: usize) -> Result<Head, StatusCode> {
+    let bad = StatusCode::BAD_REQUEST;
+    let method = request
+        .method
+        .and_then(|m| Method::from_bytes(m.as_bytes()).ok())
+        .ok_or(bad)?;
+    let uri = request
+        .path
+        .and_then(|p| p.parse::<Uri>().ok())
+        .ok_or(bad)?;
+    let version = match request.version {
+        Some(0) => Version::HTTP_10,
+        Some(1) => Version::HTTP_11,
+        _ => return Err(StatusCode::HTTP_VERSION_NOT_SUPPORTED),
+    };
+    let mut headers = HeaderMap::with_capacity(request.headers.len());
+    for header in request.headers.iter() {
+        let name = HeaderName::from_bytes(header.name.as_bytes()).map_err(|_| bad)?;
+        let value = HeaderValue::from_bytes(header.value).map_err(|_| bad)?;
+        headers.append(name, value);
+    }
+    let framing = framing(&headers)?;
+    let keep_alive = match version {
+        Version::HTTP_10 => has_token(&headers, "keep-alive"),
+        _ => !has_token(&headers, "close"),
+    };
+    Ok(Head {
+        method,
+        uri,
+        version,
+        headers,
+        len,
+        framing,
+        keep_alive,
+    })
+}
+
+/// RFC 9112 §6.3: chunked if the final transfer coding is `chunked` (and
+/// only then; other codings are not implemented: 501); a request with both
+/// `Transfer-Encoding` and `Content-Length` is refused (request smuggling);
+/// several `Content-Length` values must agree.
+fn framing(headers: &HeaderMap) -> Result<Framing, StatusCode> {
+    let bad = StatusCode::BAD_REQUEST;
+    if headers.contains_key(TRANSFER_ENCODING) {
+        if headers.contains_key(CONTENT_LENGTH) {
+            return Err(bad);
+        }
+        let mut codings = Vec::new();
+        for value in headers.get_all(TRANSFER_ENCODING) {
+            let value = value.to_str().map_err(|_| bad)?;
+            codings.extend(value.split(',').map(|c| c.trim().to_ascii_lowercase()));
+        }
+        return if codings.len() == 1 && codings[0] == "chunked" {
+            Ok(Framing::Chunked)
+        } else {
+            Err(StatusCode::NOT_IMPLEMENTED)
+        };
+    }
+    let mut length = None;
+    for value in headers.get_all(CONTENT_LENGTH) {
+        let value = value.to_str().map_err(|_| bad)?;
+        for part in value.split(',') {
+            let part = part.trim();
+            if part.is_empty() || !part.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(bad);
+            }
+            let n: usize = part.parse().map_err(|_| StatusCode::PAYLOAD_TOO_LARGE)?;
+            if length.is_some_and(|l| l != n) {
+                return Err(bad);
+            }
+            length = Some(n);
+        }
+    }
+    Ok(Framing::Length(length.unwrap_or(0)))
+}
+
+fn has_token(headers: &HeaderMap, token: &str) -> bool {
+    headers.get_all(CONNECTION).iter().any(|value| {
+        value
+            .to_str()
+            .map(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case(token)))
+            .unwrap_or(false)
+    })
+}
+
+/// Whether the handler's response asks to close the connection.
+pub(crate) fn response_closes(response: &Response<Body>) -> bool {
+    has_token(response.headers(), "close")
+}
+
+/// How a response is written.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Framed {
+    /// `Connection: close` is sent and the connection closes after it.
+    pub(crate) close: bool,
+    /// HTTP/1.0 with keep-alive: `Connection: keep-alive` is sent.
+    pub(crate) keep_alive_10: bool,
+    /// A HEAD request: the length is sent, the body is not.
+    pub(crate) head_request: bool,
+}
+
+/// The bytes of `response`: status line, the handler's headers (but its
+/// `Content-Length`, `Transfer-Encoding` and `Connection`, which the server
+/// sets), and the body with its `Content-Length`.
+pub(crate) fn encode(response: &Response<Body>, framed: Framed) -> Vec<u8> {
+    let status = response.status();
+    let body = response.body().as_bytes();
+    let mut out = Vec::with_capacity(128 + body.len());
+    out.extend_from_slice(b"HTTP/1.1 ");
+    out.extend_from_slice(status.as_str().as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(status.canonical_reason().unwrap_or("Unknown").as_bytes());
+    out.extend_from_slice(b"\r\n");
+    for (name, value) in response.headers() {
+        if name == CONTENT_LENGTH || name == TRANSFER_ENCODING || name == CONNECTION {
+            continue;
+        }
+        out.extend_from_slice(name.as_str().as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    // RFC 9110 §8.6: no Content-Length on 1xx and 204 responses, nor a body
+    // on them and on 304.
+    let bodiless = status.is_informational()
+        || status == StatusCode::NO_CONTENT
+        || status == StatusCode::NOT_MODIFIED;
+    if !status.is_informational() && status != StatusCode::NO_CONTENT {
+        out.extend_from_slice(b"content-length: ");
+        out.extend_from_slice(body.len().to_string().as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    if framed.close {
+        out.extend_from_slice(b"connection: close\r\n");
+    } else if framed.keep_alive_10 {
+        out.extend_from_slice(b"connection: keep-alive\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+    if !bodiless && !framed.head_request {
+        out.extend_from_slice(body);
+    }
+    out
+}
+
+/// A response with `status` and an empty body.
+pub(crate) fn empty_response(status: StatusCode) -> Response<Body> {
+    let mut response = Response::new(Body::empty());
+    *response.status_mut() = status;
+    response
+}
