@@ -5,7 +5,9 @@
 //!
 //! Bounded: 256 to 512 cases a property, a second or so in CI. A failing
 //! input is shrunk and saved by proptest (its default file persistence) in
-//! `engine/tests/proptest-regressions/config_fuzz.txt`, which is
+//! `engine/tests/config_fuzz.proptest-regressions` (next to this file: tests/
+//! has no lib.rs, so the default `SourceParallel` falls back to
+//! `WithSource`), which is
 //! committed, so every later run replays it first; the literal input is
 //! also kept as a plain `#[test]`.
 #![allow(clippy::unwrap_used)] // tests may unwrap

@@ -5,9 +5,11 @@
 //!
 //! Bounded: 256 to 512 cases a property, a few seconds in CI. A failing
 //! input is shrunk and saved by proptest (its default file persistence) in
-//! `shutdown/tests/proptest-regressions/config_fuzz.txt`, which is
+//! `shutdown/tests/config_fuzz.proptest-regressions` (next to this file: tests/
+//! has no lib.rs, so the default `SourceParallel` falls back to
+//! `WithSource`), which is
 //! committed, so every later run replays it first; the literal input is
-//! also kept as a plain `#[test]` at the end of this file.
+//! also kept as a plain `#[test]` in this file.
 #![allow(clippy::unwrap_used)] // tests may unwrap
 
 use std::time::Duration;
