@@ -287,13 +287,14 @@ impl AsyncRead for &TcpStream {
     }
 }
 
+/// As for `&TcpStream`, to which it delegates.
 impl AsyncWrite for TcpStream {
     fn poll_write(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        self.poll_write_inner(cx, buf)
+        Pin::new(&mut &*self).poll_write(cx, buf)
     }
 
     fn poll_write_vectored(
@@ -301,18 +302,15 @@ impl AsyncWrite for TcpStream {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        self.poll_write_vectored_inner(cx, bufs)
+        Pin::new(&mut &*self).poll_write_vectored(cx, bufs)
     }
 
-    /// Nothing to flush: writes go straight to the socket.
-    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(Ok(()))
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut &*self).poll_flush(cx)
     }
 
-    /// Shuts down the write half (the peer reads EOF); the read half stays
-    /// open.
-    fn poll_close(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(self.shutdown(Shutdown::Write))
+    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut &*self).poll_close(cx)
     }
 }
 
@@ -338,7 +336,8 @@ impl AsyncWrite for &TcpStream {
         Poll::Ready(Ok(()))
     }
 
-    /// Shuts down the write half (see [`TcpStream::shutdown`]).
+    /// Shuts down the write half (the peer reads EOF); the read half stays
+    /// open (see [`TcpStream::shutdown`]).
     fn poll_close(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Poll::Ready(self.shutdown(Shutdown::Write))
     }

@@ -135,18 +135,24 @@ impl<M: Send + 'static> TimerSlot<M> {
     /// timers: the message goes to dead letters at once instead (every
     /// actor has terminated by then, the target too).
     fn arm(self: &Arc<Self>, delay: Duration) {
-        let scheduler = self.target.cell.core.system.scheduler_handle();
-        if scheduler.is_closed() {
-            self.dead_letter_now();
-            return;
-        }
-        let mut inner = self.lock();
         if !self.is_active() {
             return;
         }
+        let scheduler = self.target.cell.core.system.scheduler_handle();
+        // Scheduled without the slot's lock held: a scheduler that has
+        // stopped drops the callback at once, inside this call, and
+        // `Unfired`'s drop then hands the message to dead letters, which
+        // takes that lock.
         let unfired = Unfired::new(Arc::clone(self));
         let handle = scheduler.schedule_inline(delay, move || unfired.take().fire_inline());
-        inner.armed = Some(handle);
+        let mut inner = self.lock();
+        if self.is_active() {
+            inner.armed = Some(handle);
+        } else {
+            // Cancelled (or ended) meanwhile: its cancel found nothing armed.
+            drop(inner);
+            handle.cancel();
+        }
     }
 
     /// The timer fired, on the timer thread: queue the envelope in the

@@ -265,13 +265,14 @@ impl<M: Send + 'static> AnyCell for Cell<M> {
 impl<M: Send + 'static> Runnable for Cell<M> {
     fn run(self: Arc<Self>, budget: &mut Budget) -> RunOutcome {
         let driver = self.driver.get();
+        // The scheduler runs this cell only when it was submitted by the
+        // winner of its run-state (`Enqueued::MustSchedule`), by a
+        // `Release::Reschedule` below, or requeued after `Yield`: this
+        // thread holds the run, so nothing else touches `driver` until the
+        // release below.
         let run = catch_unwind(AssertUnwindSafe(|| {
-            // SAFETY: the scheduler runs this cell only when it was submitted
-            // by the winner of its run-state (`Enqueued::MustSchedule`), by a
-            // `Release::Reschedule` below, or requeued after `Yield`: this
-            // thread holds the run, so nothing else touches `driver` until
-            // the release below. The `&mut` ends with this call (or its
-            // unwinding), before the release.
+            // SAFETY: we hold the run (above); the `&mut` ends with this call
+            // (or its unwinding), before the release.
             unsafe { (*driver).run(&self, budget) }
         }));
         let end = match run {
