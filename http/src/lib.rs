@@ -49,11 +49,12 @@
 mod binding;
 mod body;
 mod connection;
+mod date;
 mod wire;
 
 pub use crate::binding::{
     Http, HttpTerminated, HttpTermination, ServerBinding, ServerSettings, TerminateError, Unbind,
 };
-pub use crate::body::Body;
+pub use crate::body::{Body, BoxError};
 /// The `http` crate, whose `Request` and `Response` handlers take and return.
 pub use http;
