@@ -375,3 +375,75 @@ impl LineExt for std::io::BufReader<std::net::TcpStream> {
         line
     }
 }
+
+/// An echo of the request body's length, with a body limit of 16 bytes.
+fn echo(system: &ActorSystem) -> ServerBinding {
+    Http::bind_with(
+        system,
+        "127.0.0.1:0".parse().unwrap(),
+        proscenium_http::ServerSettings::default().max_body_bytes(16),
+        |req: Request<Body>| async move {
+            Response::new(Body::from(format!("got {}", req.body().len())))
+        },
+    )
+    .expect("bind")
+}
+
+#[test]
+fn expect_100_continue_is_answered_before_the_body_is_read() {
+    let system = system();
+    let binding = echo(&system);
+    let mut c = Client::connect(binding.local_addr());
+    c.send(b"POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n");
+    let interim = c.head().unwrap();
+    assert_eq!(interim.status, 100);
+    c.send(b"hello");
+    let (head, body) = c.response();
+    assert_eq!(head.status, 200);
+    assert_eq!(body, b"got 5");
+    // Chunked too.
+    c.send(b"POST /up HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nExpect: 100-continue\r\n\r\n");
+    assert_eq!(c.head().unwrap().status, 100);
+    c.send(b"3\r\nabc\r\n0\r\n\r\n");
+    assert_eq!(c.response().1, b"got 3");
+    system.terminate().wait();
+}
+
+#[test]
+fn expect_100_continue_with_a_body_too_large_is_answered_413_without_the_100() {
+    let system = system();
+    let binding = echo(&system);
+    let mut c = Client::connect(binding.local_addr());
+    c.send(b"POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: 17\r\nExpect: 100-continue\r\n\r\n");
+    let head = c.head().unwrap();
+    assert_eq!(head.status, 413);
+    assert_eq!(head.header("connection"), Some("close"));
+    system.terminate().wait();
+}
+
+#[test]
+fn no_100_continue_without_a_body_or_once_the_body_is_in_or_on_http_10() {
+    let system = system();
+    let binding = echo(&system);
+    let mut c = Client::connect(binding.local_addr());
+    for request in [
+        &b"GET /up HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n\r\n"[..],
+        b"POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\nhi",
+        b"POST /up HTTP/1.0\r\nConnection: keep-alive\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\nhi",
+    ] {
+        c.send(request);
+        let (head, _) = c.response();
+        assert_eq!(head.status, 200, "{:?}", String::from_utf8_lossy(request));
+    }
+    system.terminate().wait();
+}
+
+#[test]
+fn an_unknown_expectation_is_answered_417() {
+    let system = system();
+    let binding = echo(&system);
+    let mut c = Client::connect(binding.local_addr());
+    c.send(b"POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nExpect: something\r\n\r\nhi");
+    assert_eq!(c.head().unwrap().status, 417);
+    system.terminate().wait();
+}
