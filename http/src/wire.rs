@@ -291,3 +291,134 @@ pub(crate) fn empty_response(status: StatusCode) -> Response<Body> {
     *response.status_mut() = status;
     response
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use proptest::sample::Index;
+
+    /// A well-formed request with some headers and a framed body.
+    pub(crate) fn request() -> impl Strategy<Value = Vec<u8>> {
+        let method = prop::sample::select(vec!["GET", "POST", "PUT", "DELETE", "OPTIONS"]);
+        let header = ("[A-Za-z][A-Za-z0-9-]{0,11}", "[ -~]{0,24}");
+        (
+            method,
+            "/[a-z0-9/?=&%.]{0,24}",
+            prop::bool::ANY,
+            prop::collection::vec(header, 0..6),
+            0..3u8,
+            prop::collection::vec(any::<u8>(), 0..64),
+        )
+            .prop_map(|(method, path, http_11, headers, framing, body)| {
+                let version = if http_11 { "1.1" } else { "1.0" };
+                let mut out = format!("{method} {path} HTTP/{version}\r\nHost: x\r\n");
+                for (name, value) in headers {
+                    out.push_str(&format!("{name}: {value}\r\n"));
+                }
+                let mut out = out.into_bytes();
+                match framing {
+                    0 => out.extend_from_slice(b"\r\n"),
+                    1 => {
+                        out.extend_from_slice(
+                            format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes(),
+                        );
+                        out.extend_from_slice(&body);
+                    }
+                    _ => {
+                        out.extend_from_slice(b"Transfer-Encoding: chunked\r\n\r\n");
+                        for chunk in body.chunks(7) {
+                            encode_chunk(&mut out, chunk);
+                        }
+                        out.extend_from_slice(LAST_CHUNK);
+                    }
+                }
+                out
+            })
+    }
+
+    /// `bytes` with a few bytes flipped, inserted or deleted.
+    pub(crate) fn mutate(mut bytes: Vec<u8>, edits: &[(Index, u8, u8)]) -> Vec<u8> {
+        for (at, kind, byte) in edits {
+            if bytes.is_empty() {
+                bytes.push(*byte);
+                continue;
+            }
+            let i = at.index(bytes.len());
+            match kind % 3 {
+                0 => bytes[i] = *byte,
+                1 => bytes.insert(i, *byte),
+                _ => {
+                    bytes.remove(i);
+                }
+            }
+        }
+        bytes
+    }
+
+    fn edits() -> impl Strategy<Value = Vec<(Index, u8, u8)>> {
+        prop::collection::vec((any::<Index>(), any::<u8>(), any::<u8>()), 0..4)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+        /// Any bytes: a head, more bytes needed, or a refusal; never a
+        /// panic, and a head never claims more bytes than there are.
+        #[test]
+        fn parse_head_takes_any_bytes(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
+            if let Parsed::Complete(head) = parse_head(&bytes) {
+                prop_assert!(head.len <= bytes.len());
+            }
+        }
+
+        /// A well-formed request parses, and so does its head alone; each
+        /// strict prefix of its head is Partial.
+        #[test]
+        fn parse_head_parses_well_formed_requests(bytes in request()) {
+            let head = match parse_head(&bytes) {
+                Parsed::Complete(head) => head,
+                other => return Err(TestCaseError::fail(format!("{other:?}"))),
+            };
+            prop_assert!(matches!(parse_head(&bytes[..head.len]), Parsed::Complete(_)));
+            for end in 0..head.len {
+                prop_assert!(matches!(parse_head(&bytes[..end]), Parsed::Partial), "prefix {end}");
+            }
+        }
+
+        /// Mutated requests: never a panic, and the framing of a parsed
+        /// head is one of the two.
+        #[test]
+        fn parse_head_takes_mutated_requests(bytes in request(), edits in edits()) {
+            let bytes = mutate(bytes, &edits);
+            if let Parsed::Complete(head) = parse_head(&bytes) {
+                prop_assert!(head.len <= bytes.len());
+                prop_assert!(matches!(head.framing, Framing::Length(_) | Framing::Chunked));
+            }
+        }
+    }
+
+    #[test]
+    fn smuggling_and_unknown_codings_are_refused() {
+        let both = b"POST / HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n";
+        assert!(matches!(
+            parse_head(both),
+            Parsed::Invalid(StatusCode::BAD_REQUEST)
+        ));
+        let gzip = b"POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n";
+        assert!(matches!(
+            parse_head(gzip),
+            Parsed::Invalid(StatusCode::NOT_IMPLEMENTED)
+        ));
+        let disagree = b"POST / HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n";
+        assert!(matches!(
+            parse_head(disagree),
+            Parsed::Invalid(StatusCode::BAD_REQUEST)
+        ));
+        let huge = b"POST / HTTP/1.1\r\nContent-Length: 99999999999999999999999\r\n\r\n";
+        assert!(matches!(
+            parse_head(huge),
+            Parsed::Invalid(StatusCode::PAYLOAD_TOO_LARGE)
+        ));
+    }
+}
