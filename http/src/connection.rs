@@ -397,14 +397,19 @@ impl Connection {
         };
         let mut out = Vec::with_capacity(256);
         wire::encode_head(&mut out, parts.status, &parts.headers, delimit, framed);
-        if bodiless {
-            drop(stream);
-            return self.write(&out).await;
+        match self.write(&out).await? {
+            Wrote::All if bodiless => {
+                drop(stream);
+                // HTTP/1.0: the head said `Connection: close`.
+                Ok(if framed.close {
+                    Wrote::AllThenClose
+                } else {
+                    Wrote::All
+                })
+            }
+            Wrote::All => self.write_stream(stream, delimit).await,
+            _ => Ok(Wrote::Cut),
         }
-        if self.write(&out).await? != Wrote::All {
-            return Ok(Wrote::Cut);
-        }
-        self.write_stream(stream, delimit).await
     }
 
     /// Writes a streamed body, polling the stream for an item only once

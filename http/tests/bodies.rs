@@ -447,3 +447,22 @@ fn an_unknown_expectation_is_answered_417() {
     assert_eq!(c.head().unwrap().status, 417);
     system.terminate().wait();
 }
+
+#[test]
+fn http_10_head_of_a_stream_says_close_and_closes() {
+    let system = system();
+    let server = serve(&system);
+    let mut c = Client::connect(server.binding.local_addr());
+    c.send(b"HEAD /head-stream HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+    let head = c.head().unwrap();
+    assert_eq!(head.header("connection"), Some("close"));
+    // Closed at once (EOF), not kept until the idle timeout.
+    c.stream()
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut rest = Vec::new();
+    std::io::Read::read_to_end(&mut c.reader, &mut rest).expect("EOF, not a timeout");
+    assert!(rest.is_empty());
+    assert_eq!(server.polls.load(Ordering::SeqCst), 0);
+    system.terminate().wait();
+}
