@@ -48,6 +48,7 @@
 
 mod binding;
 mod body;
+mod config;
 mod connection;
 mod date;
 mod wire;
