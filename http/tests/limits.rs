@@ -189,3 +189,61 @@ fn pipelining_without_reading_is_bounded_by_the_socket_buffers() {
     assert_eq!(terminated.forced_connections, 1);
     system.terminate().wait();
 }
+
+#[test]
+fn a_body_that_stops_coming_is_answered_408_after_the_idle_timeout() {
+    let system = system();
+    let settings = ServerSettings::default().idle_timeout(Duration::from_millis(200));
+    let (binding, calls) = serve(&system, settings);
+    let mut c = Client::connect(binding.local_addr());
+    c.send(b"POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc");
+    let head = c.head().unwrap();
+    assert_eq!(head.status, 408);
+    assert_eq!(head.header("connection"), Some("close"));
+    assert!(c.rest().is_empty());
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
+    system.terminate().wait();
+}
+
+/// Waits (polling, bounded) until the server has no connection left.
+fn wait_no_connections(binding: &ServerBinding) {
+    let give_up = Instant::now() + Duration::from_secs(30);
+    while binding.open_connections() > 0 {
+        assert!(Instant::now() < give_up, "the connection was never closed");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn a_client_that_stops_reading_is_closed_after_the_idle_timeout() {
+    let system = system();
+    let settings = ServerSettings::default().idle_timeout(Duration::from_millis(200));
+    let big = 64 * 1024 * 1024;
+    let (called, handled) = std::sync::mpsc::channel();
+    let called = std::sync::Mutex::new(called);
+    let binding = Http::bind_with(
+        &system,
+        "127.0.0.1:0".parse().unwrap(),
+        settings,
+        move |_req: Request<Body>| {
+            called.lock().unwrap().send(()).unwrap();
+            async move { Response::new(Body::from(vec![b'x'; big])) }
+        },
+    )
+    .expect("bind");
+    let mut c = Client::connect(binding.local_addr());
+    c.send(GET);
+    // The connection is open and its request is in the handler.
+    handled.recv().unwrap();
+    // The client reads nothing: the server's write stops making progress
+    // and the idle timeout closes the connection.
+    wait_no_connections(&binding);
+    let head = c.head().unwrap();
+    assert_eq!(
+        head.header("content-length"),
+        Some(big.to_string().as_str())
+    );
+    let rest = c.rest();
+    assert!(rest.len() < big, "the whole body came: {}", rest.len());
+    system.terminate().wait();
+}
