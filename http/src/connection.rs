@@ -230,7 +230,10 @@ impl Connection {
                 Ok(httparse::Status::Complete((used, size))) => {
                     if size == 0 {
                         self.buf.drain(..used);
-                        break self.read_trailers().await?;
+                        match self.read_trailers().await? {
+                            Ok(read) => break read,
+                            Err(status) => return Ok(Some(Err(status))),
+                        }
                     }
                     let size = match usize::try_from(size) {
                         Ok(size) if body.len() + size <= self.settings.max_body_bytes => size,
@@ -266,25 +269,25 @@ impl Connection {
         }
     }
 
-    /// Trailer lines until the empty line, consumed from the buffer.
-    async fn read_trailers(&mut self) -> io::Result<Read> {
+    /// Trailer lines until the empty line, consumed from the buffer; 431
+    /// if they are longer than a head may be.
+    async fn read_trailers(&mut self) -> io::Result<Result<Read, StatusCode>> {
         let mut pos = 0;
         loop {
             match self.buf[pos..].windows(2).position(|w| w == b"\r\n") {
                 Some(0) => {
                     self.buf.drain(..pos + 2);
-                    return Ok(Read::Data);
+                    return Ok(Ok(Read::Data));
                 }
                 Some(i) => pos += i + 2,
                 None if self.buf.len() > self.settings.max_head_bytes => {
-                    // Too long a trailer section: a malformed body.
-                    return Ok(Read::Closed);
+                    return Ok(Err(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE));
                 }
                 None => {
                     let mut deadline = Deadline::new(self.settings.idle_timeout);
                     match self.read_more(false, &mut deadline).await? {
                         Read::Data => {}
-                        other => return Ok(other),
+                        other => return Ok(Ok(other)),
                     }
                 }
             }

@@ -247,3 +247,21 @@ fn a_client_that_stops_reading_is_closed_after_the_idle_timeout() {
     assert!(rest.len() < big, "the whole body came: {}", rest.len());
     system.terminate().wait();
 }
+
+#[test]
+fn trailers_longer_than_a_head_are_answered_431() {
+    let system = system();
+    let (binding, calls) = serve(&system, ServerSettings::default().max_head_bytes(1024));
+    let mut c = Client::connect(binding.local_addr());
+    let mut request =
+        b"POST /a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n"
+            .to_vec();
+    request.extend_from_slice(b"X-Trailer: ");
+    request.extend_from_slice(&[b'a'; 4096]);
+    c.send(&request);
+    let head = c.head().unwrap();
+    assert_eq!(head.status, 431);
+    assert_eq!(head.header("connection"), Some("close"));
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
+    system.terminate().wait();
+}
