@@ -305,3 +305,61 @@ fn connections_take_random_bytes() {
         .unwrap();
     system.terminate().wait();
 }
+
+/// HTTP/1.1 requests with a body (by Content-Length or chunked) and no
+/// other header: each is answered, in order, however the bytes are split.
+#[test]
+fn pipelined_requests_in_any_split_are_answered_in_order() {
+    let system = common::system();
+    let binding = serve(&system);
+    let request =
+        (prop::bool::ANY, prop::collection::vec(any::<u8>(), 0..40)).prop_map(|(chunked, body)| {
+            let mut out = b"POST /e HTTP/1.1\r\nHost: x\r\n".to_vec();
+            if chunked {
+                out.extend_from_slice(b"Transfer-Encoding: chunked\r\n\r\n");
+                for chunk in body.chunks(5) {
+                    out.extend_from_slice(format!("{:x}\r\n", chunk.len()).as_bytes());
+                    out.extend_from_slice(chunk);
+                    out.extend_from_slice(b"\r\n");
+                }
+                out.extend_from_slice(b"0\r\n\r\n");
+            } else {
+                out.extend_from_slice(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes());
+                out.extend_from_slice(&body);
+            }
+            (out, body.len())
+        });
+    let input = (
+        prop::collection::vec(request, 1..6),
+        prop::collection::vec(any::<Index>(), 0..10),
+    );
+    runner()
+        .run(&input, |(requests, splits)| {
+            let bytes: Vec<u8> = requests.iter().flat_map(|(r, _)| r.clone()).collect();
+            let out =
+                exchange(&binding, &bytes, &splits).map_err(|_| TestCaseError::fail("reset"))?;
+            let expected: String = requests
+                .iter()
+                .map(|(_, len)| {
+                    let body = format!("got {len}");
+                    format!("content-length: {}\r\n\r\n{body}", body.len())
+                })
+                .collect();
+            // Each response ends with its length and body; strip the
+            // status line and the Date (which varies) to compare.
+            let text = String::from_utf8_lossy(&out);
+            let got: String = text
+                .split("HTTP/1.1 200 OK\r\n")
+                .filter(|r| !r.is_empty())
+                .map(|r| {
+                    r.split_once("\r\n")
+                        .map(|(_date, rest)| rest.to_string())
+                        .unwrap_or_default()
+                })
+                .collect();
+            prop_assert_eq!(got, expected);
+            Ok(())
+        })
+        .unwrap();
+    system.terminate().wait();
+}
