@@ -25,6 +25,9 @@ pub(crate) type Handler = Arc<
 pub struct ServerSettings {
     pub(crate) max_head_bytes: usize,
     pub(crate) max_body_bytes: usize,
+    pub(crate) idle_timeout: Duration,
+    pub(crate) header_read_timeout: Duration,
+    pub(crate) max_connections: usize,
 }
 
 impl Default for ServerSettings {
@@ -32,6 +35,9 @@ impl Default for ServerSettings {
         ServerSettings {
             max_head_bytes: 16 * 1024,
             max_body_bytes: 8 * 1024 * 1024,
+            idle_timeout: Duration::from_secs(60),
+            header_read_timeout: Duration::from_secs(30),
+            max_connections: 1024,
         }
     }
 }
@@ -49,6 +55,38 @@ impl ServerSettings {
     /// the connection closes. Default 8 MiB.
     pub fn max_body_bytes(mut self, bytes: usize) -> ServerSettings {
         self.max_body_bytes = bytes;
+        self
+    }
+
+    /// How long a connection may stay idle (Akka's
+    /// `akka.http.server.idle-timeout`, same default: 60 s): a keep-alive
+    /// connection with no byte of a next request for this long is closed;
+    /// a read of a request body, or a write of a response the client does
+    /// not read, that makes no progress for this long closes the
+    /// connection too (a body cut short is answered 408 first).
+    /// `Duration::MAX`: never.
+    pub fn idle_timeout(mut self, timeout: Duration) -> ServerSettings {
+        self.idle_timeout = timeout;
+        self
+    }
+
+    /// How long a request head may take to arrive once its first byte is
+    /// in (against slowloris: a client trickling header bytes to hold a
+    /// connection); beyond it the answer is 408 and the connection closes.
+    /// Akka has no such setting (its idle timeout is reset by each byte).
+    /// Default 30 s; `Duration::MAX`: never.
+    pub fn header_read_timeout(mut self, timeout: Duration) -> ServerSettings {
+        self.header_read_timeout = timeout;
+        self
+    }
+
+    /// The most connections served at once (Akka's
+    /// `akka.http.server.max-connections`, same default: 1024). At the
+    /// limit the server stops accepting: new connections wait in the
+    /// listen backlog (or are refused by the kernel once it is full) and
+    /// are accepted as open ones close. At least 1.
+    pub fn max_connections(mut self, connections: usize) -> ServerSettings {
+        self.max_connections = connections.max(1);
         self
     }
 }
@@ -138,6 +176,12 @@ async fn accept_loop(
                     return Poll::Ready(None);
                 }
                 state.accept_waker = Some(cx.waker().clone());
+                // At the limit: not accepting leaves new connections in the
+                // backlog; a connection that closes wakes this loop.
+                if state.connections.len() >= settings.max_connections {
+                    state.at_capacity = true;
+                    return Poll::Pending;
+                }
             }
             listener.poll_accept(cx).map(Some)
         })
@@ -151,6 +195,7 @@ async fn accept_loop(
                         guard,
                         Arc::clone(&handler),
                         Arc::clone(&settings),
+                        handle.clone(),
                     );
                     handle.spawn_detached(serve);
                 }
@@ -176,6 +221,8 @@ pub(crate) struct Server {
 struct ServerState {
     unbind_requested: bool,
     accept_waker: Option<Waker>,
+    /// The accept loop waits for a connection to close (max_connections).
+    at_capacity: bool,
     /// The listener is closed.
     unbound: bool,
     unbound_wakers: Vec<Waker>,
@@ -267,16 +314,25 @@ impl ConnectionGuard {
 
 impl Drop for ConnectionGuard {
     fn drop(&mut self) {
-        let wakers = {
+        let (wakers, accept) = {
             let mut state = self.server.lock();
             state.connections.remove(&self.id);
-            if state.connections.is_empty() {
+            let accept = if std::mem::take(&mut state.at_capacity) {
+                state.accept_waker.clone()
+            } else {
+                None
+            };
+            let wakers = if state.connections.is_empty() {
                 std::mem::take(&mut state.drained_wakers)
             } else {
                 Vec::new()
-            }
+            };
+            (wakers, accept)
         };
         wakers.into_iter().for_each(Waker::wake);
+        if let Some(waker) = accept {
+            waker.wake();
+        }
     }
 }
 

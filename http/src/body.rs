@@ -1,16 +1,40 @@
-//! [`Body`]: the bytes of a request or a response.
+//! [`Body`]: the bytes of a request or a response, whole or streamed.
 
+use futures_core::Stream;
+use std::error::Error;
 use std::fmt;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
-/// The body of a request or a response: owned bytes, read whole before the
-/// handler runs and written whole after it returns.
+/// The error a streamed body ends with (see [`Body::from_stream`]).
+pub type BoxError = Box<dyn Error + Send + Sync + 'static>;
+
+/// The stream of a streamed body, type-erased.
+type ByteStream = Pin<Box<dyn Stream<Item = Result<Vec<u8>, BoxError>> + Send + 'static>>;
+
+/// The body of a request or a response.
 ///
-/// Streaming bodies (a body read while the handler runs, a response
-/// produced piece by piece, chunked responses) come later in issue 15; the
-/// accessors here stay.
-#[derive(Clone, Default, PartialEq, Eq)]
+/// A body is either **full** (owned bytes: what a request body always is,
+/// read whole before the handler runs; sent with `Content-Length`) or
+/// **streamed** ([`Body::from_stream`], responses only: sent with
+/// `Transfer-Encoding: chunked` as the stream yields, each piece written to
+/// the socket before the stream is polled for the next, so a client that
+/// reads slowly slows the stream down instead of filling the server's
+/// memory).
+#[derive(Default)]
 pub struct Body {
-    bytes: Vec<u8>,
+    kind: Kind,
+}
+
+enum Kind {
+    Full(Vec<u8>),
+    Stream(ByteStream),
+}
+
+impl Default for Kind {
+    fn default() -> Kind {
+        Kind::Full(Vec::new())
+    }
 }
 
 impl Body {
@@ -19,61 +43,154 @@ impl Body {
         Body::default()
     }
 
-    /// The bytes.
+    /// A streamed body: each `Ok` item is sent as one chunk
+    /// (`Transfer-Encoding: chunked`; empty items are skipped), the end of
+    /// the stream ends the body. An `Err` item ends the connection without
+    /// the final chunk, so the client sees a truncated body, never a valid
+    /// end; the error is logged at debug level.
+    ///
+    /// The stream is polled for its next item only once the previous one
+    /// is written to the socket: a client that never reads holds the
+    /// socket buffers and one item, no more. At the hard deadline of
+    /// [`ServerBinding::terminate`](crate::ServerBinding::terminate) a
+    /// stream still running is dropped and the connection closed.
+    ///
+    /// An HTTP/1.0 client gets the items unframed and the connection
+    /// closes after the last (HTTP/1.0 has no chunked coding).
+    ///
+    /// ```
+    /// use proscenium_http::Body;
+    /// # struct Once(Option<Vec<u8>>);
+    /// # impl futures_core::Stream for Once {
+    /// #     type Item = Result<Vec<u8>, std::io::Error>;
+    /// #     fn poll_next(mut self: std::pin::Pin<&mut Self>, _: &mut std::task::Context<'_>)
+    /// #         -> std::task::Poll<Option<Self::Item>> {
+    /// #         std::task::Poll::Ready(self.0.take().map(Ok))
+    /// #     }
+    /// # }
+    /// // Any futures-core Stream of Result<impl Into<Vec<u8>>, impl Into<BoxError>>.
+    /// let body = Body::from_stream(Once(Some(b"hello".to_vec())));
+    /// assert!(body.is_stream());
+    /// ```
+    pub fn from_stream<S, D, E>(stream: S) -> Body
+    where
+        S: Stream<Item = Result<D, E>> + Send + 'static,
+        D: Into<Vec<u8>>,
+        E: Into<BoxError>,
+    {
+        Body {
+            kind: Kind::Stream(Box::pin(MapStream {
+                stream: Box::pin(stream),
+            })),
+        }
+    }
+
+    /// Whether this is a streamed body ([`Body::from_stream`]).
+    pub fn is_stream(&self) -> bool {
+        matches!(self.kind, Kind::Stream(_))
+    }
+
+    /// The bytes of a full body; empty for a streamed body, whose bytes are
+    /// not in hand (see [`is_stream`](Self::is_stream)).
     pub fn as_bytes(&self) -> &[u8] {
-        &self.bytes
+        match &self.kind {
+            Kind::Full(bytes) => bytes,
+            Kind::Stream(_) => &[],
+        }
     }
 
-    /// The bytes, owned.
+    /// The bytes of a full body, owned; empty for a streamed body.
     pub fn into_bytes(self) -> Vec<u8> {
-        self.bytes
+        match self.kind {
+            Kind::Full(bytes) => bytes,
+            Kind::Stream(_) => Vec::new(),
+        }
     }
 
-    /// The length in bytes.
+    /// The length in bytes of a full body; 0 for a streamed body.
     pub fn len(&self) -> usize {
-        self.bytes.len()
+        self.as_bytes().len()
     }
 
-    /// Whether there are no bytes.
+    /// Whether a full body has no bytes; false for a streamed body.
     pub fn is_empty(&self) -> bool {
-        self.bytes.is_empty()
+        match &self.kind {
+            Kind::Full(bytes) => bytes.is_empty(),
+            Kind::Stream(_) => false,
+        }
+    }
+
+    /// A copy of a full body; `None` for a streamed body (a stream is
+    /// consumed once).
+    pub fn try_clone(&self) -> Option<Body> {
+        match &self.kind {
+            Kind::Full(bytes) => Some(Body::from(bytes.clone())),
+            Kind::Stream(_) => None,
+        }
+    }
+
+    /// The stream of a streamed body, or the bytes of a full one.
+    pub(crate) fn into_kind(self) -> Result<Vec<u8>, ByteStream> {
+        match self.kind {
+            Kind::Full(bytes) => Ok(bytes),
+            Kind::Stream(stream) => Err(stream),
+        }
+    }
+}
+
+/// Maps the user's item and error types to ours (the user's stream boxed
+/// again so that no pin projection, and no `unsafe`, is needed).
+struct MapStream<S> {
+    stream: Pin<Box<S>>,
+}
+
+impl<S, D, E> Stream for MapStream<S>
+where
+    S: Stream<Item = Result<D, E>>,
+    D: Into<Vec<u8>>,
+    E: Into<BoxError>,
+{
+    type Item = Result<Vec<u8>, BoxError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.stream
+            .as_mut()
+            .poll_next(cx)
+            .map(|item| item.map(|r| r.map(Into::into).map_err(Into::into)))
     }
 }
 
 impl fmt::Debug for Body {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Body")
-            .field("len", &self.bytes.len())
-            .finish()
+        match &self.kind {
+            Kind::Full(bytes) => f.debug_struct("Body").field("len", &bytes.len()).finish(),
+            Kind::Stream(_) => f.debug_struct("Body").field("stream", &true).finish(),
+        }
     }
 }
 
 impl From<Vec<u8>> for Body {
     fn from(bytes: Vec<u8>) -> Body {
-        Body { bytes }
+        Body {
+            kind: Kind::Full(bytes),
+        }
     }
 }
 
 impl From<&[u8]> for Body {
     fn from(bytes: &[u8]) -> Body {
-        Body {
-            bytes: bytes.to_vec(),
-        }
+        Body::from(bytes.to_vec())
     }
 }
 
 impl From<String> for Body {
     fn from(text: String) -> Body {
-        Body {
-            bytes: text.into_bytes(),
-        }
+        Body::from(text.into_bytes())
     }
 }
 
 impl From<&str> for Body {
     fn from(text: &str) -> Body {
-        Body {
-            bytes: text.as_bytes().to_vec(),
-        }
+        Body::from(text.as_bytes().to_vec())
     }
 }

@@ -4,17 +4,21 @@
 
 use crate::binding::{ConnectionGuard, Control, Handler, ServerSettings};
 use crate::body::Body;
-use crate::wire::{self, Framed, Framing, Head, Parsed};
+use crate::wire::{self, Delimit, Framed, Framing, Head, Parsed};
+use futures_core::Stream;
 use futures_io::{AsyncRead, AsyncWrite};
 use http::{Method, Request, Response, StatusCode, Version};
 use proscenium::net::TcpStream;
-use std::future::poll_fn;
+use proscenium::Handle;
+use proscenium_scheduler::Sleep;
+use std::future::{poll_fn, Future};
 use std::io;
 use std::net::Shutdown;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::Poll;
+use std::task::{Context, Poll};
+use std::time::Duration;
 
 /// Serves `stream` until it closes; the guard (the connection's entry in
 /// the server) is dropped after the socket is closed.
@@ -23,6 +27,7 @@ pub(crate) async fn serve(
     guard: ConnectionGuard,
     handler: Handler,
     settings: Arc<ServerSettings>,
+    handle: Handle,
 ) {
     if let Err(e) = stream.set_nodelay(true) {
         tracing::debug!(error = %e, "setting TCP_NODELAY failed");
@@ -32,6 +37,7 @@ pub(crate) async fn serve(
         control: guard.control(),
         buf: Vec::with_capacity(4096),
         settings,
+        handle,
     };
     if let Err(e) = connection.run(&handler).await {
         tracing::debug!(error = %e, "connection failed");
@@ -42,11 +48,48 @@ pub(crate) async fn serve(
 
 /// Why the loop stopped reading.
 enum Read {
-    /// `n` more bytes are in the buffer.
+    /// More bytes are in the buffer.
     Data,
     /// The peer closed, or the server closes this connection (idle while
     /// terminating, or the hard deadline passed).
     Closed,
+    /// The read's deadline passed first.
+    TimedOut,
+}
+
+/// A read or write timeout, armed only when the operation would block (a
+/// read that finds its bytes ready costs no timer). `Duration::MAX` never
+/// fires.
+struct Deadline {
+    after: Duration,
+    sleep: Option<Sleep>,
+}
+
+impl Deadline {
+    fn new(after: Duration) -> Deadline {
+        Deadline { after, sleep: None }
+    }
+
+    fn poll(&mut self, handle: &Handle, cx: &mut Context<'_>) -> Poll<()> {
+        if self.after == Duration::MAX {
+            return Poll::Pending;
+        }
+        let sleep = self.sleep.get_or_insert_with(|| handle.sleep(self.after));
+        Pin::new(sleep).poll(cx)
+    }
+}
+
+/// The outcome of writing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wrote {
+    /// Everything was written.
+    All,
+    /// The connection must close now: the hard deadline passed, the
+    /// client read nothing for the idle timeout, or a streamed body failed.
+    Cut,
+    /// Everything was written, and the body ends with the connection (a
+    /// streamed body to an HTTP/1.0 client): it must close now.
+    AllThenClose,
 }
 
 struct Connection {
@@ -55,6 +98,7 @@ struct Connection {
     /// Bytes read and not yet consumed (the next, maybe pipelined, requests).
     buf: Vec<u8>,
     settings: Arc<ServerSettings>,
+    handle: Handle,
 }
 
 impl Connection {
@@ -78,7 +122,8 @@ impl Connection {
                 return self.refuse(StatusCode::SERVICE_UNAVAILABLE).await;
             }
             let head_request = head.method == Method::HEAD;
-            let keep_alive_10 = head.version == Version::HTTP_10 && head.keep_alive;
+            let http_10 = head.version == Version::HTTP_10;
+            let keep_alive_10 = http_10 && head.keep_alive;
             let keep_alive = head.keep_alive;
             let request = request(head, body);
             let Some(response) = self.call(handler, request).await else {
@@ -95,15 +140,21 @@ impl Connection {
                 keep_alive_10,
                 head_request,
             };
-            if !self.write(&wire::encode(&response, framed)).await? || close {
+            if self.respond(response, framed, http_10).await? != Wrote::All || close {
                 return self.close();
             }
         }
     }
 
     /// The next request head; `Some(Err(status))` if it is refused, `None`
-    /// if the connection closed first.
+    /// if the connection closed first (or stayed idle past the idle
+    /// timeout).
     async fn read_head(&mut self) -> io::Result<Option<Result<Head, StatusCode>>> {
+        // Armed when a read would block: the idle timeout while no byte of
+        // the next request is in, the head timeout (slowloris) from the
+        // first byte on.
+        let mut idle = Deadline::new(self.settings.idle_timeout);
+        let mut head = Deadline::new(self.settings.header_read_timeout);
         loop {
             match wire::parse_head(&self.buf) {
                 Parsed::Complete(head) => return Ok(Some(Ok(head))),
@@ -111,30 +162,53 @@ impl Connection {
                 Parsed::Partial if self.buf.len() >= self.settings.max_head_bytes => {
                     return Ok(Some(Err(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE)));
                 }
-                Parsed::Partial => {
+                Parsed::Partial if self.buf.is_empty() => {
                     // Idle: no byte of the next request yet. Akka: "if a
                     // connection has no “in-flight” request, it is
                     // terminated immediately".
-                    let idle = self.buf.is_empty();
-                    if let Read::Closed = self.read_more(idle).await? {
-                        return Ok(None);
+                    match self.read_more(true, &mut idle).await? {
+                        Read::Data => {}
+                        Read::Closed | Read::TimedOut => return Ok(None),
                     }
                 }
+                Parsed::Partial => match self.read_more(false, &mut head).await? {
+                    Read::Data => {}
+                    Read::Closed => return Ok(None),
+                    Read::TimedOut => return Ok(Some(Err(StatusCode::REQUEST_TIMEOUT))),
+                },
             }
         }
     }
 
     /// The body of the request `head` heads, consumed from the buffer with
-    /// the head.
+    /// the head. Sends `100 Continue` first if the client waits for it and
+    /// the body is acceptable as far as its head tells.
     async fn read_body(&mut self, head: &Head) -> io::Result<Option<Result<Body, StatusCode>>> {
+        let expects_body = match head.framing {
+            Framing::Length(n) if n > self.settings.max_body_bytes => {
+                // No 100 Continue: the client does not send the body.
+                return Ok(Some(Err(StatusCode::PAYLOAD_TOO_LARGE)));
+            }
+            Framing::Length(n) => n > 0,
+            Framing::Chunked => true,
+        };
+        // RFC 9110 §10.1.1: a server may omit the 100 if some of the body
+        // is already in; while terminating, the request is answered 503.
+        if head.expect_continue
+            && expects_body
+            && self.buf.len() == head.len
+            && !self.control.signals().terminating
+            && self.write(wire::CONTINUE).await? != Wrote::All
+        {
+            return Ok(None);
+        }
         match head.framing {
             Framing::Length(n) => {
-                if n > self.settings.max_body_bytes {
-                    return Ok(Some(Err(StatusCode::PAYLOAD_TOO_LARGE)));
-                }
                 let end = head.len + n;
-                if !self.fill(end).await? {
-                    return Ok(None);
+                match self.fill(end).await? {
+                    Read::Data => {}
+                    Read::Closed => return Ok(None),
+                    Read::TimedOut => return Ok(Some(Err(StatusCode::REQUEST_TIMEOUT))),
                 }
                 let body = self.buf[head.len..end].to_vec();
                 self.buf.drain(..end);
@@ -145,119 +219,258 @@ impl Connection {
     }
 
     /// A chunked body starting at `start` (RFC 9112 §7.1); trailers are
-    /// read and dropped.
+    /// read and dropped. Each chunk is drained from the buffer once copied,
+    /// so the buffer holds at most one chunk and a line beyond the body.
     async fn read_chunked(&mut self, start: usize) -> io::Result<Option<Result<Body, StatusCode>>> {
         const MAX_LINE: usize = 4096;
-        let mut pos = start;
+        self.buf.drain(..start);
         let mut body = Vec::new();
-        loop {
-            match httparse::parse_chunk_size(&self.buf[pos..]) {
+        let read = loop {
+            match httparse::parse_chunk_size(&self.buf) {
                 Ok(httparse::Status::Complete((used, size))) => {
-                    pos += used;
                     if size == 0 {
-                        break;
+                        self.buf.drain(..used);
+                        match self.read_trailers().await? {
+                            Ok(read) => break read,
+                            Err(status) => return Ok(Some(Err(status))),
+                        }
                     }
                     let size = match usize::try_from(size) {
                         Ok(size) if body.len() + size <= self.settings.max_body_bytes => size,
                         _ => return Ok(Some(Err(StatusCode::PAYLOAD_TOO_LARGE))),
                     };
-                    if !self.fill(pos + size + 2).await? {
-                        return Ok(None);
+                    match self.fill(used + size + 2).await? {
+                        Read::Data => {}
+                        other => break other,
                     }
-                    body.extend_from_slice(&self.buf[pos..pos + size]);
-                    if &self.buf[pos + size..pos + size + 2] != b"\r\n" {
+                    body.extend_from_slice(&self.buf[used..used + size]);
+                    if &self.buf[used + size..used + size + 2] != b"\r\n" {
                         return Ok(Some(Err(StatusCode::BAD_REQUEST)));
                     }
-                    pos += size + 2;
+                    self.buf.drain(..used + size + 2);
                 }
-                Ok(httparse::Status::Partial) if self.buf.len() - pos > MAX_LINE => {
+                Ok(httparse::Status::Partial) if self.buf.len() > MAX_LINE => {
                     return Ok(Some(Err(StatusCode::BAD_REQUEST)));
                 }
                 Ok(httparse::Status::Partial) => {
-                    if let Read::Closed = self.read_more(false).await? {
-                        return Ok(None);
+                    let mut deadline = Deadline::new(self.settings.idle_timeout);
+                    match self.read_more(false, &mut deadline).await? {
+                        Read::Data => {}
+                        other => break other,
                     }
                 }
                 Err(_) => return Ok(Some(Err(StatusCode::BAD_REQUEST))),
             }
+        };
+        match read {
+            Read::Data => Ok(Some(Ok(Body::from(body)))),
+            Read::Closed => Ok(None),
+            Read::TimedOut => Ok(Some(Err(StatusCode::REQUEST_TIMEOUT))),
         }
-        // Trailer lines until the empty line.
+    }
+
+    /// Trailer lines until the empty line, consumed from the buffer; 431
+    /// if they are longer than a head may be.
+    async fn read_trailers(&mut self) -> io::Result<Result<Read, StatusCode>> {
+        let mut pos = 0;
         loop {
             match self.buf[pos..].windows(2).position(|w| w == b"\r\n") {
                 Some(0) => {
-                    pos += 2;
-                    break;
+                    self.buf.drain(..pos + 2);
+                    return Ok(Ok(Read::Data));
                 }
                 Some(i) => pos += i + 2,
-                None if self.buf.len() - pos > self.settings.max_head_bytes => {
-                    return Ok(Some(Err(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE)));
+                None if self.buf.len() > self.settings.max_head_bytes => {
+                    return Ok(Err(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE));
                 }
                 None => {
-                    if let Read::Closed = self.read_more(false).await? {
-                        return Ok(None);
+                    let mut deadline = Deadline::new(self.settings.idle_timeout);
+                    match self.read_more(false, &mut deadline).await? {
+                        Read::Data => {}
+                        other => return Ok(Ok(other)),
                     }
                 }
             }
         }
-        self.buf.drain(..pos);
-        Ok(Some(Ok(Body::from(body))))
     }
 
-    /// Reads until the buffer holds `len` bytes; false if the connection
-    /// closed first.
-    async fn fill(&mut self, len: usize) -> io::Result<bool> {
+    /// Reads until the buffer holds `len` bytes (each read bounded by the
+    /// idle timeout); `Data` once it does.
+    async fn fill(&mut self, len: usize) -> io::Result<Read> {
         while self.buf.len() < len {
-            if let Read::Closed = self.read_more(false).await? {
-                return Ok(false);
+            let mut deadline = Deadline::new(self.settings.idle_timeout);
+            match self.read_more(false, &mut deadline).await? {
+                Read::Data => {}
+                other => return Ok(other),
             }
         }
-        Ok(true)
+        Ok(Read::Data)
     }
 
     /// Reads more bytes into the buffer. Closed when the peer closes, at
     /// the hard deadline, or (if `idle`) once the server terminates and no
-    /// byte is readable.
-    async fn read_more(&mut self, idle: bool) -> io::Result<Read> {
+    /// byte is readable; TimedOut if `deadline` passes first.
+    ///
+    /// At most 8 KiB are read at a time, and only when the request being
+    /// read needs more: requests pipelined behind it wait in the socket
+    /// (the kernel's buffers, then the client's), never in ours.
+    async fn read_more(&mut self, idle: bool, deadline: &mut Deadline) -> io::Result<Read> {
         let mut chunk = [0u8; 8192];
         let stream = &mut self.stream;
         let control = &self.control;
+        let handle = &self.handle;
         let read = poll_fn(|cx| {
             let signals = control.poll_signals(cx);
             if signals.forced {
-                return Poll::Ready(Ok(0));
+                return Poll::Ready(Ok(Some(0)));
             }
             match Pin::new(&mut *stream).poll_read(cx, &mut chunk) {
-                Poll::Pending if signals.terminating && idle => Poll::Ready(Ok(0)),
-                other => other,
+                Poll::Pending if signals.terminating && idle => Poll::Ready(Ok(Some(0))),
+                Poll::Pending => deadline.poll(handle, cx).map(|()| Ok(None)),
+                Poll::Ready(r) => Poll::Ready(r.map(Some)),
             }
         })
         .await?;
-        if read == 0 {
-            return Ok(Read::Closed);
+        match read {
+            None => Ok(Read::TimedOut),
+            Some(0) => Ok(Read::Closed),
+            Some(n) => {
+                self.buf.extend_from_slice(&chunk[..n]);
+                Ok(Read::Data)
+            }
         }
-        self.buf.extend_from_slice(&chunk[..read]);
-        Ok(Read::Data)
     }
 
-    /// Writes all of `bytes`; false if the hard deadline passed first.
-    async fn write(&mut self, mut bytes: &[u8]) -> io::Result<bool> {
+    /// Writes all of `bytes`; Cut if the hard deadline passed first, or the
+    /// socket accepted nothing for the idle timeout (a client that does
+    /// not read).
+    async fn write(&mut self, mut bytes: &[u8]) -> io::Result<Wrote> {
         let stream = &mut self.stream;
         let control = &self.control;
+        let handle = &self.handle;
+        let mut deadline = Deadline::new(self.settings.idle_timeout);
         while !bytes.is_empty() {
             let written = poll_fn(|cx| {
                 if control.poll_signals(cx).forced {
                     return Poll::Ready(Ok(None));
                 }
-                Pin::new(&mut *stream).poll_write(cx, bytes).map_ok(Some)
+                match Pin::new(&mut *stream).poll_write(cx, bytes) {
+                    Poll::Pending => deadline.poll(handle, cx).map(|()| Ok(None)),
+                    Poll::Ready(r) => Poll::Ready(r.map(Some)),
+                }
             })
             .await?;
             match written {
-                None => return Ok(false),
+                None => return Ok(Wrote::Cut),
                 Some(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Some(n) => bytes = &bytes[n..],
+                Some(n) => {
+                    bytes = &bytes[n..];
+                    // Progress: the idle timeout starts over.
+                    deadline = Deadline::new(self.settings.idle_timeout);
+                }
             }
         }
-        Ok(true)
+        Ok(Wrote::All)
+    }
+
+    /// Writes `response`: a full body with `Content-Length`, a streamed
+    /// one chunked (HTTP/1.1) or close-delimited (HTTP/1.0, then `framed`
+    /// must close). No body after a HEAD request or on 1xx/204/304; a
+    /// streamed body is then dropped unpolled.
+    async fn respond(
+        &mut self,
+        response: Response<Body>,
+        mut framed: Framed,
+        http_10: bool,
+    ) -> io::Result<Wrote> {
+        let (parts, body) = response.into_parts();
+        let stream = match body.into_kind() {
+            Ok(bytes) => {
+                let response = Response::from_parts(parts, Body::from(bytes));
+                return self.write(&wire::encode(&response, framed)).await;
+            }
+            Err(stream) => stream,
+        };
+        let bodiless = wire::bodiless_status(parts.status) || framed.head_request;
+        let delimit = if http_10 {
+            framed.close = true;
+            Delimit::Close
+        } else {
+            Delimit::Chunked
+        };
+        let mut out = Vec::with_capacity(256);
+        wire::encode_head(&mut out, parts.status, &parts.headers, delimit, framed);
+        match self.write(&out).await? {
+            Wrote::All if bodiless => {
+                drop(stream);
+                // HTTP/1.0: the head said `Connection: close`.
+                Ok(if framed.close {
+                    Wrote::AllThenClose
+                } else {
+                    Wrote::All
+                })
+            }
+            Wrote::All => self.write_stream(stream, delimit).await,
+            _ => Ok(Wrote::Cut),
+        }
+    }
+
+    /// Writes a streamed body, polling the stream for an item only once
+    /// the previous one is written: a client that does not read stops the
+    /// stream. Cut (no last chunk, the connection closes) if the stream
+    /// fails or panics, at the hard deadline, or at the idle timeout.
+    async fn write_stream(
+        &mut self,
+        mut stream: Pin<Box<dyn Stream<Item = Result<Vec<u8>, crate::BoxError>> + Send>>,
+        delimit: Delimit,
+    ) -> io::Result<Wrote> {
+        let mut out = Vec::new();
+        loop {
+            let control = &self.control;
+            let next = poll_fn(|cx| {
+                // Akka: "existing streaming responses must complete before
+                // the deadline as well. When the deadline is reached the
+                // connection will be terminated regardless of status of the
+                // streaming responses."
+                if control.poll_signals(cx).forced {
+                    return Poll::Ready(Err(()));
+                }
+                match catch_unwind(AssertUnwindSafe(|| stream.as_mut().poll_next(cx))) {
+                    Ok(Poll::Ready(Some(Ok(data)))) => Poll::Ready(Ok(Some(data))),
+                    Ok(Poll::Ready(Some(Err(e)))) => {
+                        tracing::debug!(error = %e, "a streamed response body failed");
+                        Poll::Ready(Err(()))
+                    }
+                    Ok(Poll::Ready(None)) => Poll::Ready(Ok(None)),
+                    Ok(Poll::Pending) => Poll::Pending,
+                    Err(_) => {
+                        tracing::debug!("a streamed response body panicked");
+                        Poll::Ready(Err(()))
+                    }
+                }
+            })
+            .await;
+            let data = match next {
+                Ok(Some(data)) if data.is_empty() => continue,
+                Ok(Some(data)) => data,
+                Ok(None) if delimit == Delimit::Chunked => {
+                    return self.write(wire::LAST_CHUNK).await
+                }
+                Ok(None) => return Ok(Wrote::AllThenClose),
+                Err(()) => return Ok(Wrote::Cut),
+            };
+            let wrote = if delimit == Delimit::Chunked {
+                out.clear();
+                wire::encode_chunk(&mut out, &data);
+                drop(data);
+                self.write(&out).await?
+            } else {
+                self.write(&data).await?
+            };
+            if wrote != Wrote::All {
+                return Ok(Wrote::Cut);
+            }
+        }
     }
 
     /// Answers `status` with an empty body and `Connection: close`, then

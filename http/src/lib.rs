@@ -6,10 +6,13 @@
 //! `proscenium::net`, the scheduler's I/O reactor), calling an `async`
 //! handler for each request. Connections are kept alive and pipelined
 //! requests are answered in order; request bodies are framed by
-//! `Content-Length` or `Transfer-Encoding: chunked`, responses by
-//! `Content-Length`. A malformed request is answered 400, a head too large
-//! 431, a body too large 413, and the connection closes; a handler that
-//! panics is answered 500 and the server goes on.
+//! `Content-Length` or `Transfer-Encoding: chunked` (`Expect:
+//! 100-continue` is answered before the body is read), responses by
+//! `Content-Length` or, for a streamed body ([`Body::from_stream`]),
+//! `Transfer-Encoding: chunked`; every response carries a `Date`. A
+//! malformed request is answered 400, a head too large 431, a body too
+//! large 413, a head that does not arrive in time 408, and the connection
+//! closes; a handler that panics is answered 500 and the server goes on.
 //!
 //! The [`ServerBinding`] stops the server: [`ServerBinding::unbind`] stops
 //! accepting connections, [`ServerBinding::terminate`] also finishes the
@@ -17,7 +20,14 @@
 //! idle connections, answers new requests with 503 and closes what is left
 //! at a hard deadline.
 //!
-//! Bodies are owned bytes for now ([`Body`]); streaming bodies come later.
+//! A [`Body`] is owned bytes, or a stream polled for its next piece only
+//! once the previous one is written, so a client that reads slowly slows
+//! the stream down instead of filling memory. [`ServerSettings`] bounds the
+//! rest (Akka's names where it has them, and a TOML form,
+//! [`ServerSettings::from_toml_str`]): head and body sizes, the idle
+//! timeout, the time a head may take (slowloris), and the connections
+//! served at once (beyond, new ones wait in the listen backlog). See
+//! `docs/decisions/0013-http-wire.md`.
 //!
 //! ```
 //! use http::{Request, Response};
@@ -48,12 +58,14 @@
 
 mod binding;
 mod body;
+mod config;
 mod connection;
+mod date;
 mod wire;
 
 pub use crate::binding::{
     Http, HttpTerminated, HttpTermination, ServerBinding, ServerSettings, TerminateError, Unbind,
 };
-pub use crate::body::Body;
+pub use crate::body::{Body, BoxError};
 /// The `http` crate, whose `Request` and `Response` handlers take and return.
 pub use http;

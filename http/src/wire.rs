@@ -2,7 +2,8 @@
 //! writing a response.
 
 use crate::body::Body;
-use http::header::{CONNECTION, CONTENT_LENGTH, TRANSFER_ENCODING};
+use crate::date;
+use http::header::{CONNECTION, CONTENT_LENGTH, DATE, EXPECT, TRANSFER_ENCODING};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Response, StatusCode, Uri, Version};
 
 /// Headers per request beyond which the head is refused with 431.
@@ -30,6 +31,9 @@ pub(crate) struct Head {
     /// Whether the connection stays open after the response (HTTP/1.1:
     /// unless `Connection: close`; HTTP/1.0: only with `keep-alive`).
     pub(crate) keep_alive: bool,
+    /// `Expect: 100-continue` on an HTTP/1.1 request (RFC 9110 §10.1.1:
+    /// ignored on HTTP/1.0).
+    pub(crate) expect_continue: bool,
 }
 
 /// The outcome of parsing the buffered bytes.
@@ -88,6 +92,16 @@ fn head(request: &httparse::Request<'_, '_>, len: usize) -> Result<Head, StatusC
         Version::HTTP_10 => has_token(&headers, "keep-alive"),
         _ => !has_token(&headers, "close"),
     };
+    // RFC 9110 §10.1.1: an expectation other than 100-continue may be
+    // answered 417.
+    let mut expect_continue = false;
+    for value in headers.get_all(EXPECT) {
+        if value.as_bytes().eq_ignore_ascii_case(b"100-continue") {
+            expect_continue = version == Version::HTTP_11;
+        } else {
+            return Err(StatusCode::EXPECTATION_FAILED);
+        }
+    }
     Ok(Head {
         method,
         uri,
@@ -96,6 +110,7 @@ fn head(request: &httparse::Request<'_, '_>, len: usize) -> Result<Head, StatusC
         len,
         framing,
         keep_alive,
+        expect_continue,
     })
 }
 
@@ -163,19 +178,43 @@ pub(crate) struct Framed {
     pub(crate) head_request: bool,
 }
 
-/// The bytes of `response`: status line, the handler's headers (but its
-/// `Content-Length`, `Transfer-Encoding` and `Connection`, which the server
-/// sets), and the body with its `Content-Length`.
-pub(crate) fn encode(response: &Response<Body>, framed: Framed) -> Vec<u8> {
-    let status = response.status();
-    let body = response.body().as_bytes();
-    let mut out = Vec::with_capacity(128 + body.len());
+/// How a response's body is delimited on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Delimit {
+    /// `Content-Length: n`.
+    Length(usize),
+    /// `Transfer-Encoding: chunked`.
+    Chunked,
+    /// No framing header: the body ends when the connection closes (a
+    /// streamed body to an HTTP/1.0 client).
+    Close,
+}
+
+/// Whether a response with `status` has no body (RFC 9110 §6.4.1: 1xx,
+/// 204 and 304 never carry content).
+pub(crate) fn bodiless_status(status: StatusCode) -> bool {
+    status.is_informational()
+        || status == StatusCode::NO_CONTENT
+        || status == StatusCode::NOT_MODIFIED
+}
+
+/// Appends the head of a response to `out`: status line, the handler's
+/// headers (but its `Content-Length`, `Transfer-Encoding` and
+/// `Connection`, which the server sets), a `Date` unless the handler set
+/// one, the framing header and the empty line.
+pub(crate) fn encode_head(
+    out: &mut Vec<u8>,
+    status: StatusCode,
+    headers: &HeaderMap,
+    delimit: Delimit,
+    framed: Framed,
+) {
     out.extend_from_slice(b"HTTP/1.1 ");
     out.extend_from_slice(status.as_str().as_bytes());
     out.push(b' ');
     out.extend_from_slice(status.canonical_reason().unwrap_or("Unknown").as_bytes());
     out.extend_from_slice(b"\r\n");
-    for (name, value) in response.headers() {
+    for (name, value) in headers {
         if name == CONTENT_LENGTH || name == TRANSFER_ENCODING || name == CONNECTION {
             continue;
         }
@@ -184,15 +223,24 @@ pub(crate) fn encode(response: &Response<Body>, framed: Framed) -> Vec<u8> {
         out.extend_from_slice(value.as_bytes());
         out.extend_from_slice(b"\r\n");
     }
-    // RFC 9110 §8.6: no Content-Length on 1xx and 204 responses, nor a body
-    // on them and on 304.
-    let bodiless = status.is_informational()
-        || status == StatusCode::NO_CONTENT
-        || status == StatusCode::NOT_MODIFIED;
-    if !status.is_informational() && status != StatusCode::NO_CONTENT {
-        out.extend_from_slice(b"content-length: ");
-        out.extend_from_slice(body.len().to_string().as_bytes());
+    if !headers.contains_key(DATE) {
+        out.extend_from_slice(b"date: ");
+        date::append_now(out);
         out.extend_from_slice(b"\r\n");
+    }
+    // RFC 9110 §8.6, RFC 9112 §6.1: no Content-Length nor
+    // Transfer-Encoding on 1xx and 204; none on 304 either (its length
+    // would be the 200's, which we do not know).
+    if !bodiless_status(status) {
+        match delimit {
+            Delimit::Length(n) => {
+                out.extend_from_slice(b"content-length: ");
+                out.extend_from_slice(n.to_string().as_bytes());
+                out.extend_from_slice(b"\r\n");
+            }
+            Delimit::Chunked => out.extend_from_slice(b"transfer-encoding: chunked\r\n"),
+            Delimit::Close => {}
+        }
     }
     if framed.close {
         out.extend_from_slice(b"connection: close\r\n");
@@ -200,15 +248,177 @@ pub(crate) fn encode(response: &Response<Body>, framed: Framed) -> Vec<u8> {
         out.extend_from_slice(b"connection: keep-alive\r\n");
     }
     out.extend_from_slice(b"\r\n");
-    if !bodiless && !framed.head_request {
+}
+
+/// The bytes of a response with a full body: its head with
+/// `Content-Length`, and the body unless the request was HEAD or the
+/// status has none.
+pub(crate) fn encode(response: &Response<Body>, framed: Framed) -> Vec<u8> {
+    let status = response.status();
+    let body = response.body().as_bytes();
+    let mut out = Vec::with_capacity(160 + body.len());
+    encode_head(
+        &mut out,
+        status,
+        response.headers(),
+        Delimit::Length(body.len()),
+        framed,
+    );
+    if !bodiless_status(status) && !framed.head_request {
         out.extend_from_slice(body);
     }
     out
 }
+
+/// Appends one chunk of a chunked body (RFC 9112 §7.1): its size in hex,
+/// the data, CRLF. `data` must not be empty (an empty chunk ends the body).
+pub(crate) fn encode_chunk(out: &mut Vec<u8>, data: &[u8]) {
+    debug_assert!(!data.is_empty());
+    out.extend_from_slice(format!("{:x}\r\n", data.len()).as_bytes());
+    out.extend_from_slice(data);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// The last chunk and the end of a chunked body (no trailers).
+pub(crate) const LAST_CHUNK: &[u8] = b"0\r\n\r\n";
+
+/// The interim response to `Expect: 100-continue`.
+pub(crate) const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 
 /// A response with `status` and an empty body.
 pub(crate) fn empty_response(status: StatusCode) -> Response<Body> {
     let mut response = Response::new(Body::empty());
     *response.status_mut() = status;
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use proptest::sample::Index;
+
+    /// A well-formed request with some headers and a framed body.
+    pub(crate) fn request() -> impl Strategy<Value = Vec<u8>> {
+        let method = prop::sample::select(vec!["GET", "POST", "PUT", "DELETE", "OPTIONS"]);
+        let header = ("[A-Za-z][A-Za-z0-9-]{0,11}", "[ -~]{0,24}");
+        (
+            method,
+            "/[a-z0-9/?=&%.]{0,24}",
+            prop::bool::ANY,
+            prop::collection::vec(header, 0..6),
+            0..3u8,
+            prop::collection::vec(any::<u8>(), 0..64),
+        )
+            .prop_map(|(method, path, http_11, headers, framing, body)| {
+                let version = if http_11 { "1.1" } else { "1.0" };
+                let mut out = format!("{method} {path} HTTP/{version}\r\nHost: x\r\n");
+                for (name, value) in headers {
+                    out.push_str(&format!("{name}: {value}\r\n"));
+                }
+                let mut out = out.into_bytes();
+                match framing {
+                    0 => out.extend_from_slice(b"\r\n"),
+                    1 => {
+                        out.extend_from_slice(
+                            format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes(),
+                        );
+                        out.extend_from_slice(&body);
+                    }
+                    _ => {
+                        out.extend_from_slice(b"Transfer-Encoding: chunked\r\n\r\n");
+                        for chunk in body.chunks(7) {
+                            encode_chunk(&mut out, chunk);
+                        }
+                        out.extend_from_slice(LAST_CHUNK);
+                    }
+                }
+                out
+            })
+    }
+
+    /// `bytes` with a few bytes flipped, inserted or deleted.
+    pub(crate) fn mutate(mut bytes: Vec<u8>, edits: &[(Index, u8, u8)]) -> Vec<u8> {
+        for (at, kind, byte) in edits {
+            if bytes.is_empty() {
+                bytes.push(*byte);
+                continue;
+            }
+            let i = at.index(bytes.len());
+            match kind % 3 {
+                0 => bytes[i] = *byte,
+                1 => bytes.insert(i, *byte),
+                _ => {
+                    bytes.remove(i);
+                }
+            }
+        }
+        bytes
+    }
+
+    fn edits() -> impl Strategy<Value = Vec<(Index, u8, u8)>> {
+        prop::collection::vec((any::<Index>(), any::<u8>(), any::<u8>()), 0..4)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+        /// Any bytes: a head, more bytes needed, or a refusal; never a
+        /// panic, and a head never claims more bytes than there are.
+        #[test]
+        fn parse_head_takes_any_bytes(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
+            if let Parsed::Complete(head) = parse_head(&bytes) {
+                prop_assert!(head.len <= bytes.len());
+            }
+        }
+
+        /// A well-formed request parses, and so does its head alone; each
+        /// strict prefix of its head is Partial.
+        #[test]
+        fn parse_head_parses_well_formed_requests(bytes in request()) {
+            let head = match parse_head(&bytes) {
+                Parsed::Complete(head) => head,
+                other => return Err(TestCaseError::fail(format!("{other:?}"))),
+            };
+            prop_assert!(matches!(parse_head(&bytes[..head.len]), Parsed::Complete(_)));
+            for end in 0..head.len {
+                prop_assert!(matches!(parse_head(&bytes[..end]), Parsed::Partial), "prefix {end}");
+            }
+        }
+
+        /// Mutated requests: never a panic, and the framing of a parsed
+        /// head is one of the two.
+        #[test]
+        fn parse_head_takes_mutated_requests(bytes in request(), edits in edits()) {
+            let bytes = mutate(bytes, &edits);
+            if let Parsed::Complete(head) = parse_head(&bytes) {
+                prop_assert!(head.len <= bytes.len());
+                prop_assert!(matches!(head.framing, Framing::Length(_) | Framing::Chunked));
+            }
+        }
+    }
+
+    #[test]
+    fn smuggling_and_unknown_codings_are_refused() {
+        let both = b"POST / HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n";
+        assert!(matches!(
+            parse_head(both),
+            Parsed::Invalid(StatusCode::BAD_REQUEST)
+        ));
+        let gzip = b"POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n";
+        assert!(matches!(
+            parse_head(gzip),
+            Parsed::Invalid(StatusCode::NOT_IMPLEMENTED)
+        ));
+        let disagree = b"POST / HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n";
+        assert!(matches!(
+            parse_head(disagree),
+            Parsed::Invalid(StatusCode::BAD_REQUEST)
+        ));
+        let huge = b"POST / HTTP/1.1\r\nContent-Length: 99999999999999999999999\r\n\r\n";
+        assert!(matches!(
+            parse_head(huge),
+            Parsed::Invalid(StatusCode::PAYLOAD_TOO_LARGE)
+        ));
+    }
 }
