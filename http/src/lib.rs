@@ -49,11 +49,15 @@
 mod binding;
 mod body;
 mod connection;
+mod metrics;
+mod terminate;
 mod wire;
 
-pub use crate::binding::{
-    Http, HttpTerminated, HttpTermination, ServerBinding, ServerSettings, TerminateError, Unbind,
-};
+pub use crate::binding::{Http, ServerBinding, ServerSettings, Unbind};
 pub use crate::body::Body;
+pub use crate::metrics::{ResponsesByClass, ServerMetrics};
+pub use crate::terminate::{
+    Deadline, HttpTerminated, HttpTermination, InvalidResponse, TerminateError, TerminationSignal,
+};
 /// The `http` crate, whose `Request` and `Response` handlers take and return.
 pub use http;
