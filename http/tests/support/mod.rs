@@ -216,12 +216,22 @@ pub fn poll_once<F: Future + Unpin>(future: &mut F, flag: &Arc<Flag>) -> Poll<F:
 // ---------------------------------------------------------------------------
 // A tracing subscriber that records the crate's spans and events.
 
-/// A recorded span: its name, fields and parent.
+/// A recorded span: its name, fields and parent, and whether it closed.
 #[derive(Debug, Clone)]
 pub struct SpanData {
     pub name: &'static str,
     pub fields: HashMap<String, String>,
     pub parent: Option<u64>,
+    /// Handles to it still alive (it closed at zero).
+    refs: usize,
+}
+
+impl SpanData {
+    /// Every handle to the span was dropped (a connection's span closes
+    /// once its task is over).
+    pub fn closed(&self) -> bool {
+        self.refs == 0
+    }
 }
 
 /// A recorded event: its message, fields and the span it happened in.
@@ -319,6 +329,11 @@ impl Recording<'_> {
             .map(|(id, s)| (*id, s))
     }
 
+    /// The span `id`.
+    pub fn span(&self, id: u64) -> Option<&SpanData> {
+        self.0.spans.get(&id)
+    }
+
     /// Whether span `id` is `ancestor` or inside it.
     fn within(&self, mut id: u64, ancestor: u64) -> bool {
         loop {
@@ -399,6 +414,7 @@ impl tracing::Subscriber for Subscriber {
             name: span.metadata().name(),
             fields,
             parent,
+            refs: 1,
         };
         self.0.recorded.lock().unwrap().spans.insert(id, data);
         self.0.changed.notify_all();
@@ -431,6 +447,34 @@ impl tracing::Subscriber for Subscriber {
             .events
             .push(EventData { fields, span });
         self.0.changed.notify_all();
+    }
+
+    fn clone_span(&self, span: &tracing::span::Id) -> tracing::span::Id {
+        if let Some(data) = self
+            .0
+            .recorded
+            .lock()
+            .unwrap()
+            .spans
+            .get_mut(&span.into_u64())
+        {
+            data.refs += 1;
+        }
+        span.clone()
+    }
+
+    fn try_close(&self, span: tracing::span::Id) -> bool {
+        let mut recorded = self.0.recorded.lock().unwrap();
+        let closed = match recorded.spans.get_mut(&span.into_u64()) {
+            Some(data) => {
+                data.refs = data.refs.saturating_sub(1);
+                data.refs == 0
+            }
+            None => false,
+        };
+        drop(recorded);
+        self.0.changed.notify_all();
+        closed
     }
 
     fn enter(&self, span: &tracing::span::Id) {
