@@ -406,7 +406,7 @@ fn when_terminated_completes_with_http_terminated_after_the_forced_close() {
         entered(&entered_rx);
     }
 
-    let _ = binding.terminate(Duration::from_millis(50));
+    drop(binding.terminate(Duration::from_millis(50)));
     let terminated = wait_within_patience(when_terminated).unwrap();
     assert_eq!(terminated.forced_connections, 2);
     assert!(flag.woken());
