@@ -467,3 +467,23 @@ fn a_termination_cut_by_the_system_terminating_fails_its_futures() {
         Err(TerminateError::SystemTerminated)
     );
 }
+
+/// A hard deadline beyond the clock's range is no error: it never passes,
+/// and a server with nothing to drain terminates at once.
+#[test]
+fn an_absurd_deadline_never_passes() {
+    let system = system();
+    let (binding, _) = slow_server(&system, Gate::default());
+    let termination = binding.terminate(Duration::MAX);
+    let deadline = binding.when_termination_signal_issued().wait().unwrap();
+    assert!(!deadline.is_overdue());
+    assert_eq!(deadline.time_left(), Duration::MAX);
+    assert_eq!(deadline.instant(), None);
+    assert_eq!(
+        wait_within_patience(termination)
+            .unwrap()
+            .forced_connections,
+        0
+    );
+    system.terminate().wait();
+}
