@@ -12,22 +12,32 @@ use proscenium::{
 };
 use proscenium_http::ServerBinding;
 use std::net::{SocketAddr, TcpStream};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
-use support::{assert_eof, connect, entered, get, poll_once, read_answer, slow_server, Flag, Gate};
+use support::{
+    assert_eof, connect, entered, get, poll_once, read_answer, slow_server, Flag, Gate, PATIENCE,
+};
 
 const LONG: Duration = Duration::from_secs(3600);
 
-fn system_with(requests_done_timeout: Duration) -> ActorSystem {
+fn config(requests_done_timeout: Duration) -> ShutdownConfig {
+    ShutdownConfig::default().run_by_signals(false).phase(
+        Phase::SERVICE_REQUESTS_DONE,
+        PhaseConfig::new().timeout(requests_done_timeout),
+    )
+}
+
+fn system_of(config: ShutdownConfig) -> ActorSystem {
     ActorSystem::builder()
         .workers(2)
         .pin_workers(false)
-        .coordinated_shutdown(ShutdownConfig::default().run_by_signals(false).phase(
-            Phase::SERVICE_REQUESTS_DONE,
-            PhaseConfig::new().timeout(requests_done_timeout),
-        ))
+        .coordinated_shutdown(config)
         .build()
         .expect("system")
+}
+
+fn system_with(requests_done_timeout: Duration) -> ActorSystem {
+    system_of(config(requests_done_timeout))
 }
 
 /// What an observer task saw when its phase started.
@@ -38,12 +48,42 @@ struct Seen {
     port_open: bool,
     /// `when_termination_signal_issued` had completed.
     signal_issued: bool,
+    /// Connections open (the observers' own probes of the port included).
     open_connections: usize,
+    /// Requests in the handler.
+    in_flight: usize,
     /// `when_terminated`'s outcome: `Some(forced_connections)` once over.
     terminated: Option<usize>,
 }
 
-type Log = Arc<Mutex<Vec<Seen>>>;
+/// What the observers saw, in the order they ran.
+#[derive(Default)]
+struct Log {
+    seen: Mutex<Vec<Seen>>,
+    changed: Condvar,
+}
+
+impl Log {
+    fn push(&self, seen: Seen) {
+        self.seen.lock().unwrap().push(seen);
+        self.changed.notify_all();
+    }
+
+    /// Waits until `n` observers have run.
+    fn wait_len(&self, n: usize) {
+        let seen = self.seen.lock().unwrap();
+        let (seen, timeout) = self
+            .changed
+            .wait_timeout_while(seen, PATIENCE, |s| s.len() < n)
+            .unwrap();
+        drop(seen);
+        assert!(!timeout.timed_out(), "the observers did not run");
+    }
+
+    fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+}
 
 const OBSERVED: [&str; 5] = [
     Phase::BEFORE_SERVICE_UNBIND,
@@ -55,10 +95,19 @@ const OBSERVED: [&str; 5] = [
 
 /// An observer task in each phase of [`OBSERVED`]. Each runs concurrently
 /// with the server's task of its own phase, so what it sees is asserted of
-/// the phases before it only.
-fn observe(cs: &CoordinatedShutdown, binding: &ServerBinding) -> Log {
-    let log = Log::default();
-    for phase in OBSERVED {
+/// the phases before it only (or of what its phase's task cannot change
+/// before the test lets it).
+fn observe(cs: &CoordinatedShutdown, binding: &ServerBinding) -> Arc<Log> {
+    observe_phases(cs, binding, &OBSERVED)
+}
+
+fn observe_phases(
+    cs: &CoordinatedShutdown,
+    binding: &ServerBinding,
+    phases: &[&'static str],
+) -> Arc<Log> {
+    let log = Arc::new(Log::default());
+    for &phase in phases {
         let (log, binding) = (Arc::clone(&log), binding.clone());
         cs.add_task(phase, &format!("observe-{phase}"), move || {
             let seen = Seen {
@@ -70,12 +119,13 @@ fn observe(cs: &CoordinatedShutdown, binding: &ServerBinding) -> Log {
                 )
                 .is_ready(),
                 open_connections: binding.open_connections(),
+                in_flight: binding.metrics().in_flight_requests,
                 terminated: binding
                     .when_terminated()
                     .try_outcome()
                     .map(|o| o.unwrap().forced_connections),
             };
-            log.lock().unwrap().push(seen);
+            log.push(seen);
             async { Ok(()) }
         })
         .unwrap();
@@ -130,6 +180,8 @@ fn a_coordinated_shutdown_unbinds_drains_and_stops_the_server_in_phase_order() {
         TaskState::Running(_)
     ));
     assert!(run.wait_timeout(Duration::ZERO).is_none());
+    // The phase's observer has looked before the request is let finish.
+    log.wait_len(3);
     gate.open();
     let a = read_answer(&mut busy);
     assert_eq!((a.status, a.header("connection")), (200, Some("close")));
@@ -140,7 +192,7 @@ fn a_coordinated_shutdown_unbinds_drains_and_stops_the_server_in_phase_order() {
     for task in ["http-unbind-", "http-terminate-", "http-shutdown-"] {
         assert_eq!(task_state(cs, task), TaskState::Done, "{task}");
     }
-    let seen = log.lock().unwrap().clone();
+    let seen = log.seen();
     let phases: Vec<&str> = seen.iter().map(|s| s.phase).collect();
     assert_eq!(phases, OBSERVED);
     // Before the unbind: serving, no signal.
@@ -148,7 +200,7 @@ fn a_coordinated_shutdown_unbinds_drains_and_stops_the_server_in_phase_order() {
     // After `service-unbind`: the port is closed; the open connection is
     // still served.
     assert!(!seen[2].port_open);
-    assert_eq!(seen[2].open_connections, 1);
+    assert_eq!(seen[2].in_flight, 1);
     // After `service-requests-done`: the drain is over (the request was
     // answered, its connection closed).
     assert!(seen[3].signal_issued);
@@ -190,11 +242,21 @@ fn the_hard_deadline_applies_in_a_coordinated_shutdown() {
 /// of holding the shutdown up until the deadline.
 #[test]
 fn service_stop_closes_what_a_timed_out_drain_left() {
+    // An application phase between the drain and the stop, to look at what
+    // the drain left.
+    const BETWEEN: &str = "between-drain-and-stop";
     let timeout = Duration::from_millis(100);
-    let system = system_with(timeout);
+    let system = system_of(
+        config(timeout)
+            .phase(
+                BETWEEN,
+                PhaseConfig::new().depends_on(Phase::SERVICE_REQUESTS_DONE),
+            )
+            .phase(Phase::SERVICE_STOP, PhaseConfig::new().depends_on(BETWEEN)),
+    );
     let (binding, entered_rx) = slow_server(&system, Gate::default());
     let cs = system.coordinated_shutdown();
-    let log = observe(cs, &binding);
+    let log = observe_phases(cs, &binding, &[BETWEEN, Phase::BEFORE_CLUSTER_SHUTDOWN]);
     binding.add_to_coordinated_shutdown(cs, LONG).unwrap();
     let mut hung = connect(&binding);
     get(&mut hung, "/hang");
@@ -206,12 +268,19 @@ fn service_stop_closes_what_a_timed_out_drain_left() {
         TaskState::Failed(TaskFailure::TimedOut(timeout))
     );
     assert_eq!(task_state(cs, "http-shutdown-"), TaskState::Done);
-    // The connection was still open when `service-stop` started, and closed
-    // by it with the deadline-exceeded response.
-    let seen = log.lock().unwrap().clone();
-    assert_eq!(seen[3].phase, Phase::SERVICE_STOP);
-    assert_eq!(seen[3].open_connections, 1);
-    assert_eq!(seen[4].terminated, Some(1));
+    // The connection was still open after the drain, and closed by
+    // `service-stop` with the deadline-exceeded response.
+    let seen = log.seen();
+    assert_eq!(seen[0].phase, BETWEEN);
+    assert_eq!(
+        (
+            seen[0].open_connections,
+            seen[0].in_flight,
+            seen[0].terminated
+        ),
+        (1, 1, None)
+    );
+    assert_eq!(seen[1].terminated, Some(1));
     let a = read_answer(&mut hung);
     assert_eq!(a.status, 503);
     assert_eof(&mut hung);

@@ -487,3 +487,34 @@ fn an_absurd_deadline_never_passes() {
     );
     system.terminate().wait();
 }
+
+/// The termination's futures awaited in tasks on the system's own workers
+/// (where `wait` must not be used): woken by the termination.
+#[test]
+fn the_termination_futures_can_be_awaited_on_the_workers() {
+    let system = system();
+    let gate = Gate::default();
+    let (binding, entered_rx) = slow_server(&system, gate.clone());
+    let mut busy = connect(&binding);
+    get(&mut busy, "/slow");
+    entered(&entered_rx);
+    let (signal, terminated) = (
+        binding.when_termination_signal_issued(),
+        binding.when_terminated(),
+    );
+    let (tx, rx) = mpsc::channel();
+    let signalled = system.spawn_task(async move {
+        let deadline = signal.await;
+        tx.send(()).unwrap();
+        deadline
+    });
+    let over = system.spawn_task(terminated);
+    drop(binding.terminate(LONG));
+    rx.recv_timeout(PATIENCE).expect("the signal task ran");
+    assert!(!signalled.wait().unwrap().is_overdue());
+    gate.open();
+    assert_eq!(read_answer(&mut busy).status, 200);
+    let outcome = over.wait().unwrap().unwrap();
+    assert_eq!(outcome.forced_connections, 0);
+    system.terminate().wait();
+}
