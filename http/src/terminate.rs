@@ -166,11 +166,13 @@ pub(crate) fn terminate(binding: &ServerBinding, hard_deadline: Duration) -> Htt
         }
         let mut deadline = binding.handle().sleep(hard_deadline);
         let server = Arc::clone(server);
+        // Made before the task: a task dropped unpolled (the system has
+        // terminated) still completes the outcome.
+        let mut finish = Finish {
+            server: Arc::clone(&server),
+            outcome: None,
+        };
         binding.handle().spawn_detached(async move {
-            let mut finish = Finish {
-                server: Arc::clone(&server),
-                outcome: None,
-            };
             // Akka: "Next, all in flight requests will be handled. If a
             // request is “in-flight” (being handled by user code), it is
             // given hardDeadline time to complete."

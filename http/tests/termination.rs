@@ -518,3 +518,19 @@ fn the_termination_futures_can_be_awaited_on_the_workers() {
     assert_eq!(outcome.forced_connections, 0);
     system.terminate().wait();
 }
+
+/// A termination started after the system terminated completes at once
+/// with `SystemTerminated` (its task is never run), also for a future
+/// polled on another executor, which has no system task to lose.
+#[test]
+fn a_termination_started_after_the_system_terminated_fails_at_once() {
+    let system = system();
+    let (binding, _) = slow_server(&system, Gate::default());
+    system.terminate().wait();
+    let mut termination = binding.terminate(LONG);
+    assert_eq!(
+        poll_once(&mut termination, &Arc::new(Flag::default())),
+        Poll::Ready(Err(TerminateError::SystemTerminated))
+    );
+    assert_eq!(termination.wait(), Err(TerminateError::SystemTerminated));
+}
