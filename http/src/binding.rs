@@ -26,7 +26,8 @@ pub(crate) type Handler = Arc<
     dyn Fn(Request<Body>) -> Pin<Box<dyn Future<Output = Response<Body>> + Send>> + Send + Sync,
 >;
 
-/// Limits of the server (the defaults suit most services).
+/// Limits of the server and the responses it sends on its own during a
+/// termination (the defaults suit most services).
 #[derive(Debug, Clone)]
 pub struct ServerSettings {
     pub(crate) max_head_bytes: usize,
