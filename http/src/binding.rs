@@ -2,9 +2,14 @@
 
 use crate::body::Body;
 use crate::connection;
+use crate::metrics::{Metrics, ServerMetrics};
+use crate::terminate::{
+    self, HttpTermination, TerminateError, TerminationResponses, TerminationSignal,
+    TerminationState,
+};
 use http::{Request, Response};
 use proscenium::net::TcpListener;
-use proscenium::{ActorSystem, Handle, JoinError, JoinHandle};
+use proscenium::{ActorSystem, AddTaskError, CoordinatedShutdown, Handle};
 use std::collections::HashMap;
 use std::fmt;
 use std::future::{poll_fn, Future};
@@ -14,13 +19,15 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
+use tracing::Instrument;
 
 /// The type-erased handler.
 pub(crate) type Handler = Arc<
     dyn Fn(Request<Body>) -> Pin<Box<dyn Future<Output = Response<Body>> + Send>> + Send + Sync,
 >;
 
-/// Limits of the server (the defaults suit most services).
+/// Limits of the server and the responses it sends on its own during a
+/// termination (the defaults suit most services).
 #[derive(Debug, Clone)]
 pub struct ServerSettings {
     pub(crate) max_head_bytes: usize,
@@ -28,6 +35,8 @@ pub struct ServerSettings {
     pub(crate) idle_timeout: Duration,
     pub(crate) header_read_timeout: Duration,
     pub(crate) max_connections: usize,
+    /// The responses sent during termination (setters in terminate.rs).
+    pub(crate) termination: TerminationResponses,
 }
 
 impl Default for ServerSettings {
@@ -38,6 +47,7 @@ impl Default for ServerSettings {
             idle_timeout: Duration::from_secs(60),
             header_read_timeout: Duration::from_secs(30),
             max_connections: 1024,
+            termination: TerminationResponses::default(),
         }
     }
 }
@@ -188,8 +198,11 @@ async fn accept_loop(
         .await;
         match next {
             None => break,
-            Some(Ok((stream, _peer))) => {
+            Some(Ok((stream, peer))) => {
                 if let Some(guard) = server.register() {
+                    // The connection's span: every event of its requests
+                    // (and of the handler) carries its id and peer.
+                    let span = tracing::debug_span!("http_connection", id = guard.id, %peer);
                     let serve = connection::serve(
                         stream,
                         guard,
@@ -197,7 +210,7 @@ async fn accept_loop(
                         Arc::clone(&settings),
                         handle.clone(),
                     );
-                    handle.spawn_detached(serve);
+                    handle.spawn_detached(serve.instrument(span));
                 }
             }
             // The scheduler shut down: nothing more will be accepted.
@@ -215,10 +228,11 @@ async fn accept_loop(
 #[derive(Default)]
 pub(crate) struct Server {
     state: Mutex<ServerState>,
+    metrics: Arc<Metrics>,
 }
 
 #[derive(Default)]
-struct ServerState {
+pub(crate) struct ServerState {
     unbind_requested: bool,
     accept_waker: Option<Waker>,
     /// The accept loop waits for a connection to close (max_connections).
@@ -226,7 +240,9 @@ struct ServerState {
     /// The listener is closed.
     unbound: bool,
     unbound_wakers: Vec<Waker>,
-    terminating: bool,
+    /// A termination has started: new connections are refused.
+    pub(crate) terminating: bool,
+    pub(crate) termination: TerminationState,
     next_id: u64,
     connections: HashMap<u64, Arc<Control>>,
     /// Woken when `connections` becomes empty.
@@ -240,7 +256,7 @@ fn add_waker(wakers: &mut Vec<Waker>, waker: &Waker) {
 }
 
 impl Server {
-    fn lock(&self) -> MutexGuard<'_, ServerState> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, ServerState> {
         // A panic under this lock leaves the state consistent (every
         // critical section is a few assignments).
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
@@ -255,8 +271,12 @@ impl Server {
         }
         let id = state.next_id;
         state.next_id += 1;
-        let control = Arc::new(Control::default());
+        let control = Arc::new(Control {
+            state: Mutex::default(),
+            metrics: Arc::clone(&self.metrics),
+        });
         state.connections.insert(id, Arc::clone(&control));
+        self.metrics.connection_opened();
         Some(ConnectionGuard {
             server: Arc::clone(self),
             id,
@@ -264,7 +284,7 @@ impl Server {
         })
     }
 
-    fn request_unbind(&self) {
+    pub(crate) fn request_unbind(&self) {
         let waker = {
             let mut state = self.lock();
             state.unbind_requested = true;
@@ -275,7 +295,7 @@ impl Server {
         }
     }
 
-    fn poll_unbound(&self, cx: &mut Context<'_>) -> Poll<()> {
+    pub(crate) fn poll_unbound(&self, cx: &mut Context<'_>) -> Poll<()> {
         let mut state = self.lock();
         if state.unbound {
             return Poll::Ready(());
@@ -284,7 +304,7 @@ impl Server {
         Poll::Pending
     }
 
-    fn poll_drained(&self, cx: &mut Context<'_>) -> Poll<()> {
+    pub(crate) fn poll_drained(&self, cx: &mut Context<'_>) -> Poll<()> {
         let mut state = self.lock();
         if state.connections.is_empty() {
             return Poll::Ready(());
@@ -293,7 +313,7 @@ impl Server {
         Poll::Pending
     }
 
-    fn connections(&self) -> Vec<Arc<Control>> {
+    pub(crate) fn connections(&self) -> Vec<Arc<Control>> {
         self.lock().connections.values().cloned().collect()
     }
 }
@@ -302,7 +322,8 @@ impl Server {
 /// removes the connection.
 pub(crate) struct ConnectionGuard {
     server: Arc<Server>,
-    id: u64,
+    /// The connection's id (in its tracing span).
+    pub(crate) id: u64,
     control: Arc<Control>,
 }
 
@@ -314,6 +335,8 @@ impl ConnectionGuard {
 
 impl Drop for ConnectionGuard {
     fn drop(&mut self) {
+        // Before the removal under the lock (see `connection_closed`).
+        self.server.metrics.connection_closed();
         let (wakers, accept) = {
             let mut state = self.server.lock();
             state.connections.remove(&self.id);
@@ -336,10 +359,10 @@ impl Drop for ConnectionGuard {
     }
 }
 
-/// The termination signals of one connection.
-#[derive(Default)]
+/// The termination signals of one connection, and the server's counters.
 pub(crate) struct Control {
     state: Mutex<ControlState>,
+    metrics: Arc<Metrics>,
 }
 
 #[derive(Default)]
@@ -386,7 +409,12 @@ impl Control {
         }
     }
 
-    fn signal(&self, forced: bool) {
+    /// The server's counters.
+    pub(crate) fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+
+    pub(crate) fn signal(&self, forced: bool) {
         let waker = {
             let mut state = self.lock();
             state.terminating = true;
@@ -399,8 +427,11 @@ impl Control {
     }
 }
 
-/// A bound server: its address, [`unbind`](Self::unbind) and
-/// [`terminate`](Self::terminate). Dropping it leaves the server running.
+/// A bound server: its address, its counters, [`unbind`](Self::unbind),
+/// [`terminate`](Self::terminate) and the futures that observe a
+/// termination. Cheap to clone (every clone is the same server); dropping
+/// it leaves the server running.
+#[derive(Clone)]
 pub struct ServerBinding {
     local_addr: SocketAddr,
     server: Arc<Server>,
@@ -426,6 +457,13 @@ impl ServerBinding {
         self.server.lock().connections.len()
     }
 
+    /// A snapshot of the server's counters: connections, requests in the
+    /// handler, responses by status class (see [`ServerMetrics`]). A few
+    /// relaxed atomic loads; no lock.
+    pub fn metrics(&self) -> ServerMetrics {
+        self.server.metrics.snapshot()
+    }
+
     /// Stops accepting connections; open connections are untouched and
     /// keep being served until their clients close them. The returned
     /// future completes once the port is closed (new connections are
@@ -439,45 +477,108 @@ impl ServerBinding {
     }
 
     /// Terminates the server gracefully (Akka HTTP's
-    /// `ServerBinding.terminate`): unbinds; closes connections with no
-    /// request in flight at once; lets in-flight requests finish until
-    /// `hard_deadline` and sends their responses with `Connection: close`;
-    /// answers requests that arrive meanwhile with `503 Service
-    /// Unavailable` (empty body, `Connection: close`); at the deadline
-    /// closes every connection left. The returned future completes once no
-    /// connection is left; the termination runs on the system's workers
-    /// whether it is awaited or not.
+    /// `ServerBinding.terminate`):
+    ///
+    /// 1. unbinds (no new connection is accepted) and completes
+    ///    [`when_termination_signal_issued`](Self::when_termination_signal_issued)
+    ///    at once, with the deadline;
+    /// 2. closes connections with no request in flight at once;
+    /// 3. lets requests in the handler finish until `hard_deadline` and
+    ///    sends their responses with `Connection: close`, then closes;
+    /// 4. answers a request that arrives meanwhile on a live connection
+    ///    with the [termination response](ServerSettings::termination_response)
+    ///    (default `503 Service Unavailable`, empty body, `Connection:
+    ///    close`) without calling the handler, then closes;
+    /// 5. at the deadline, answers a request whose handler is still running
+    ///    with the [deadline-exceeded
+    ///    response](ServerSettings::termination_deadline_exceeded_response)
+    ///    (if the socket takes it at once), cuts a response being written,
+    ///    and closes every connection left;
+    /// 6. completes [`when_terminated`](Self::when_terminated) with an
+    ///    [`HttpTerminated`](crate::HttpTerminated) once no connection is
+    ///    left and the port is closed.
+    ///
+    /// The termination runs on the system's workers whether the returned
+    /// future is awaited or not. Idempotent: a later call (with any
+    /// deadline) starts nothing and returns a future of the same outcome.
     pub fn terminate(&self, hard_deadline: Duration) -> HttpTermination {
-        {
-            let mut state = self.server.lock();
-            state.terminating = true;
+        terminate::terminate(self, hard_deadline)
+    }
+
+    /// Completes with the hard deadline as soon as
+    /// [`terminate`](Self::terminate) has been called (at once if it has
+    /// been): the signal for other parts of the application that the
+    /// server is shutting down (Akka's `whenTerminationSignalIssued`).
+    pub fn when_termination_signal_issued(&self) -> TerminationSignal {
+        TerminationSignal {
+            server: Arc::clone(&self.server),
+            handle: self.handle.clone(),
         }
-        self.server.request_unbind();
-        for control in self.server.connections() {
-            control.signal(false);
+    }
+
+    /// Completes when the termination is over, whichever call of
+    /// [`terminate`](Self::terminate) started it (Akka's `whenTerminated`):
+    /// no connection is left to this server. Pending until a termination
+    /// is started; its [`wait`](HttpTermination::wait) fails with
+    /// [`TerminateError::SystemTerminated`] if the system terminates
+    /// first.
+    pub fn when_terminated(&self) -> HttpTermination {
+        HttpTermination {
+            server: Arc::clone(&self.server),
+            handle: self.handle.clone(),
         }
-        let server = Arc::clone(&self.server);
-        let mut deadline = self.handle.sleep(hard_deadline);
-        let join = self.handle.spawn(async move {
-            let drained = poll_fn(|cx| {
-                if server.poll_drained(cx).is_ready() {
-                    return Poll::Ready(true);
-                }
-                Pin::new(&mut deadline).poll(cx).map(|()| false)
-            })
-            .await;
-            let mut forced_connections = 0;
-            if !drained {
-                for control in server.connections() {
-                    control.signal(true);
-                    forced_connections += 1;
-                }
-                poll_fn(|cx| server.poll_drained(cx)).await;
-            }
-            poll_fn(|cx| server.poll_unbound(cx)).await;
-            HttpTerminated { forced_connections }
-        });
-        HttpTermination { join }
+    }
+
+    /// Adds the server's shutdown to `shutdown`'s phases, as Akka's
+    /// `addToCoordinatedShutdown`:
+    ///
+    /// * `service-unbind`: [`unbind`](Self::unbind), and wait until the port
+    ///   is closed;
+    /// * `service-requests-done`: [`terminate(hard_deadline)`](Self::terminate)
+    ///   and wait until the drain is over (every connection closed, or the
+    ///   hard deadline passed);
+    /// * `service-stop`: close by force what is still open (a drain that
+    ///   its phase's timeout cut short), and wait for
+    ///   [`when_terminated`](Self::when_terminated).
+    ///
+    /// The `service-requests-done` phase should be given a timeout of at
+    /// least `hard_deadline` (the default phase timeout is 5 s), or the
+    /// drain is cut at that timeout; a warning is logged here if it is
+    /// not. Fails if the run has started (the tasks would not run).
+    ///
+    /// ```
+    /// use http::{Request, Response};
+    /// use proscenium::{ActorSystem, Reason, ShutdownConfig};
+    /// use proscenium_http::{Body, Http};
+    /// use std::time::Duration;
+    ///
+    /// let system = ActorSystem::builder().workers(2).pin_workers(false)
+    ///     .coordinated_shutdown(ShutdownConfig::default().run_by_signals(false))
+    ///     .build()?;
+    /// let binding = Http::bind(&system, "127.0.0.1:0".parse()?, |_: Request<Body>| async {
+    ///     Response::new(Body::from("hello"))
+    /// })?;
+    /// binding.add_to_coordinated_shutdown(system.coordinated_shutdown(), Duration::from_secs(3))?;
+    ///
+    /// // Later (or on SIGTERM, or through `system.terminate()`):
+    /// system.coordinated_shutdown().run(Reason::User("deploy".into())).wait()?;
+    /// assert!(binding.when_terminated().wait().is_ok());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn add_to_coordinated_shutdown(
+        &self,
+        shutdown: &CoordinatedShutdown,
+        hard_deadline: Duration,
+    ) -> Result<(), AddTaskError> {
+        terminate::add_to_coordinated_shutdown(self, shutdown, hard_deadline)
+    }
+
+    pub(crate) fn server(&self) -> &Arc<Server> {
+        &self.server
+    }
+
+    pub(crate) fn handle(&self) -> &Handle {
+        &self.handle
     }
 }
 
@@ -509,54 +610,5 @@ impl Future for Unbind {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         self.server.poll_unbound(cx)
-    }
-}
-
-/// The outcome of [`ServerBinding::terminate`]: no connection is left.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct HttpTerminated {
-    /// Connections still open at the hard deadline, closed by force.
-    pub forced_connections: usize,
-}
-
-/// Why a termination could not be awaited to its end.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum TerminateError {
-    /// The actor system terminated first (its workers dropped the
-    /// termination's task, and with it every connection).
-    #[error("the actor system terminated before the server")]
-    SystemTerminated,
-}
-
-impl From<JoinError> for TerminateError {
-    fn from(_: JoinError) -> TerminateError {
-        // The termination's task does not panic; cancelled it was.
-        TerminateError::SystemTerminated
-    }
-}
-
-/// The future of [`ServerBinding::terminate`].
-#[must_use = "the termination happens anyway; await this to know it is over"]
-#[derive(Debug)]
-pub struct HttpTermination {
-    join: JoinHandle<HttpTerminated>,
-}
-
-impl HttpTermination {
-    /// Blocks the calling thread until the termination is over. Not on a
-    /// worker (see proscenium's "Waiting without blocking"): `.await` there.
-    pub fn wait(self) -> Result<HttpTerminated, TerminateError> {
-        self.join.wait().map_err(TerminateError::from)
-    }
-}
-
-impl Future for HttpTermination {
-    type Output = Result<HttpTerminated, TerminateError>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        Pin::new(&mut self.join)
-            .poll(cx)
-            .map(|r| r.map_err(TerminateError::from))
     }
 }

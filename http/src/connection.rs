@@ -114,21 +114,44 @@ impl Connection {
                 Some(Err(status)) => return self.refuse(status).await,
                 None => return Ok(()),
             };
+            let head_request = head.method == Method::HEAD;
+            // The request's span (a child of the connection's): the
+            // handler runs in it; the status is recorded once known.
+            let span = tracing::debug_span!(
+                "http_request",
+                method = %head.method,
+                path = head.uri.path(),
+                status = tracing::field::Empty,
+            );
             // Akka: "During that time incoming requests continue to be
             // served [...] yet no new requests will be delivered to the user
             // handler. All such drained responses will be replied to with an
             // termination response".
             if self.control.signals().terminating {
-                return self.refuse(StatusCode::SERVICE_UNAVAILABLE).await;
+                let response = self.settings.termination.terminating.to_response();
+                span.record("status", response.status().as_u16());
+                return self.answer_and_close(response, head_request).await;
             }
-            let head_request = head.method == Method::HEAD;
             let http_10 = head.version == Version::HTTP_10;
             let keep_alive_10 = http_10 && head.keep_alive;
             let keep_alive = head.keep_alive;
             let request = request(head, body);
-            let Some(response) = self.call(handler, request).await else {
-                return Ok(()); // the hard deadline passed
+            let in_flight = self.control.metrics().request_started();
+            let response = self.call(handler, request, &span).await;
+            drop(in_flight);
+            let Some(response) = response else {
+                // The hard deadline passed. Akka: "if user code does not
+                // reply with a response within the deadline we produce a
+                // special [...] terminationDeadlineExceededResponse HTTP
+                // response (e.g. 503 Service Unavailable) with a
+                // Connection: close header and close connection."
+                let response = self.settings.termination.deadline_exceeded.to_response();
+                span.record("status", response.status().as_u16());
+                self.answer_now_and_close(response, head_request).await;
+                return Ok(());
             };
+            span.record("status", response.status().as_u16());
+            self.control.metrics().response(response.status());
             // Akka: "if user code emits a response within the timeout, then
             // this response is sent to the client with a Connection: close
             // header and connection is closed."
@@ -170,6 +193,10 @@ impl Connection {
                         Read::Data => {}
                         Read::Closed | Read::TimedOut => return Ok(None),
                     }
+                    // From here on the connection is not idle: a
+                    // termination lets this request arrive and answers it
+                    // (tests wait on this event).
+                    tracing::trace!("receiving a request");
                 }
                 Parsed::Partial => match self.read_more(false, &mut head).await? {
                     Read::Data => {}
@@ -476,14 +503,65 @@ impl Connection {
     /// Answers `status` with an empty body and `Connection: close`, then
     /// closes.
     async fn refuse(&mut self, status: StatusCode) -> io::Result<()> {
+        self.answer_and_close(wire::empty_response(status), false)
+            .await
+    }
+
+    /// Writes `response` (counted) with `Connection: close`, then closes.
+    async fn answer_and_close(
+        &mut self,
+        response: Response<Body>,
+        head_request: bool,
+    ) -> io::Result<()> {
+        self.control.metrics().response(response.status());
         let framed = Framed {
             close: true,
             keep_alive_10: false,
-            head_request: false,
+            head_request,
         };
-        self.write(&wire::encode(&wire::empty_response(status), framed))
-            .await?;
+        // Encoded and dropped before the first await: a `Body` may hold a
+        // stream that is Send but not Sync, and the connection's future
+        // must stay Send.
+        let bytes = wire::encode(&response, framed);
+        drop(response);
+        self.write(&bytes).await?;
         self.close()
+    }
+
+    /// Writes as much of `response` (counted) as the socket takes without
+    /// waiting, with `Connection: close`, then closes: past the hard
+    /// deadline nothing may wait on the client.
+    async fn answer_now_and_close(&mut self, response: Response<Body>, head_request: bool) {
+        self.control.metrics().response(response.status());
+        let framed = Framed {
+            close: true,
+            keep_alive_10: false,
+            head_request,
+        };
+        let bytes = wire::encode(&response, framed);
+        drop(response);
+        let mut rest = &bytes[..];
+        let stream = &mut self.stream;
+        poll_fn(|cx| {
+            while !rest.is_empty() {
+                match Pin::new(&mut *stream).poll_write(cx, rest) {
+                    Poll::Ready(Ok(n)) if n > 0 => rest = &rest[n..],
+                    // Full (or failed): give up, the connection closes.
+                    _ => return Poll::Ready(()),
+                }
+            }
+            Poll::Ready(())
+        })
+        .await;
+        if !rest.is_empty() {
+            tracing::debug!(
+                unwritten = rest.len(),
+                "the deadline-exceeded response did not fit in the socket"
+            );
+        }
+        if let Err(e) = self.close() {
+            tracing::debug!(error = %e, "closing after the deadline failed");
+        }
     }
 
     /// Shuts down the write half (the client reads EOF after the last
@@ -495,11 +573,17 @@ impl Connection {
         }
     }
 
-    /// Runs the handler; a panic (calling it or polling its future)
-    /// answers 500. `None` if the hard deadline passed first.
-    async fn call(&mut self, handler: &Handler, request: Request<Body>) -> Option<Response<Body>> {
+    /// Runs the handler in `span`; a panic (calling it or polling its
+    /// future) answers 500. `None` if the hard deadline passed first.
+    async fn call(
+        &mut self,
+        handler: &Handler,
+        request: Request<Body>,
+        span: &tracing::Span,
+    ) -> Option<Response<Body>> {
         let internal_error = || wire::empty_response(StatusCode::INTERNAL_SERVER_ERROR);
-        let mut future = match catch_unwind(AssertUnwindSafe(|| handler(request))) {
+        let called = span.in_scope(|| catch_unwind(AssertUnwindSafe(|| handler(request))));
+        let mut future = match called {
             Ok(future) => future,
             Err(_) => return Some(internal_error()),
         };
@@ -508,6 +592,7 @@ impl Connection {
             if control.poll_signals(cx).forced {
                 return Poll::Ready(None);
             }
+            let _entered = span.enter();
             match catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
                 Ok(Poll::Ready(response)) => Poll::Ready(Some(response)),
                 Ok(Poll::Pending) => Poll::Pending,

@@ -14,11 +14,30 @@
 //! large 413, a head that does not arrive in time 408, and the connection
 //! closes; a handler that panics is answered 500 and the server goes on.
 //!
-//! The [`ServerBinding`] stops the server: [`ServerBinding::unbind`] stops
-//! accepting connections, [`ServerBinding::terminate`] also finishes the
-//! requests in flight (their responses carry `Connection: close`), closes
-//! idle connections, answers new requests with 503 and closes what is left
-//! at a hard deadline.
+//! The [`ServerBinding`] stops the server (Akka HTTP's graceful
+//! termination, docs/decisions/0012-http-server.md):
+//!
+//! * [`ServerBinding::unbind`] stops accepting connections;
+//! * [`ServerBinding::terminate`] also completes
+//!   [`when_termination_signal_issued`](ServerBinding::when_termination_signal_issued)
+//!   at once, closes idle connections, finishes the requests in flight
+//!   (their responses carry `Connection: close`), answers requests that
+//!   arrive meanwhile with the [termination
+//!   response](ServerSettings::termination_response) (503), answers a
+//!   handler that misses the hard deadline with the [deadline-exceeded
+//!   response](ServerSettings::termination_deadline_exceeded_response),
+//!   closes what is left at the deadline, and completes
+//!   [`when_terminated`](ServerBinding::when_terminated) with an
+//!   [`HttpTerminated`]; it is idempotent;
+//! * [`ServerBinding::add_to_coordinated_shutdown`] puts these steps into a
+//!   [`CoordinatedShutdown`](proscenium::CoordinatedShutdown)'s
+//!   `service-unbind`, `service-requests-done` and `service-stop` phases.
+//!
+//! Observability: [`ServerBinding::metrics`] reads the server's counters
+//! ([`ServerMetrics`]: connections, requests in the handler, responses by
+//! status class); each connection runs in a debug-level `http_connection`
+//! span (`id`, `peer`) and each request in an `http_request` span
+//! (`method`, `path`, `status`), in which the handler runs.
 //!
 //! A [`Body`] is owned bytes, or a stream polled for its next piece only
 //! once the previous one is written, so a client that reads slowly slows
@@ -61,11 +80,15 @@ mod body;
 mod config;
 mod connection;
 mod date;
+mod metrics;
+mod terminate;
 mod wire;
 
-pub use crate::binding::{
-    Http, HttpTerminated, HttpTermination, ServerBinding, ServerSettings, TerminateError, Unbind,
-};
+pub use crate::binding::{Http, ServerBinding, ServerSettings, Unbind};
 pub use crate::body::{Body, BoxError};
+pub use crate::metrics::{ResponsesByClass, ServerMetrics};
+pub use crate::terminate::{
+    Deadline, HttpTerminated, HttpTermination, InvalidResponse, TerminateError, TerminationSignal,
+};
 /// The `http` crate, whose `Request` and `Response` handlers take and return.
 pub use http;

@@ -313,7 +313,9 @@ fn terminate_finishes_the_in_flight_request_and_closes_idle_connections() {
 }
 
 /// Akka: "Finally, all remaining alive connections are forcefully
-/// terminated once the hardDeadline is exceeded."
+/// terminated once the hardDeadline is exceeded." (The handler still
+/// running is answered with the deadline-exceeded response first: see
+/// tests/termination.rs.)
 #[test]
 fn terminate_force_closes_what_is_left_at_the_deadline() {
     let system = system();
@@ -328,6 +330,9 @@ fn terminate_force_closes_what_is_left_at_the_deadline() {
         .wait()
         .expect("terminated");
     assert_eq!(terminated.forced_connections, 1);
+    let a = read_answer(&mut busy);
+    assert_eq!(a.status, 503);
+    assert_eq!(a.header("connection"), Some("close"));
     assert_eof(&mut busy);
     system.terminate().wait();
 }
