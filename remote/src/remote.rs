@@ -262,8 +262,14 @@ pub(crate) struct Inner {
 impl Drop for Inner {
     fn drop(&mut self) {
         if let Some(rt) = self.runtime.take() {
-            // Not `drop(rt)`: that blocks, and panics inside an async context.
-            rt.shutdown_background();
+            if tokio::runtime::Handle::try_current().is_ok() {
+                // Inside a runtime blocking panics: stop in the background.
+                rt.shutdown_background();
+            } else {
+                // Stop the tasks now, so the actor refs they hold are
+                // released before this returns.
+                rt.shutdown_timeout(Duration::from_secs(5));
+            }
         }
     }
 }
