@@ -538,38 +538,39 @@ impl Remote {
                 fire: Box::new(move |t| watcher.tell(make(t))),
             },
         );
-        let name = name.to_owned();
-        self.inner.handle.spawn(async move {
-            let timeout = shared.settings.failure_detector_timeout;
-            let asked = tokio::time::timeout(
-                timeout,
-                shared
-                    .client
-                    .request(shared.subject("where", &name), Bytes::new()),
-            )
-            .await;
-            let outcome = match asked {
-                Ok(Ok(msg)) => Ok(String::from_utf8_lossy(&msg.payload).into_owned()),
-                Ok(Err(e)) if e.kind() == async_nats::RequestErrorKind::NoResponders => {
-                    Err(TerminatedReason::NotFound)
-                }
-                _ => Err(TerminatedReason::NodeUnreachable),
-            };
-            let fire = {
-                let mut w = lock(&shared.watches);
-                match outcome {
-                    Ok(node) => {
-                        w.last_seen.entry(node.clone()).or_insert_with(Instant::now);
-                        if let Some(watch) = w.by_id.get_mut(&id) {
-                            watch.node = Some(node);
+        // The where-request goes out through the ordered queue: it reaches
+        // the exposing node before anything this node sends after `watch`
+        // returns (and that node answers it before later messages).
+        let (rid, reply_subject) = shared.new_reply_subject();
+        let resolver = Arc::clone(&shared);
+        shared.put_pending(
+            rid,
+            Pending {
+                deliver: Box::new(move |outcome| {
+                    let outcome = match outcome {
+                        Ok(msg) if msg.status == Some(StatusCode::NO_RESPONDERS) => {
+                            Err(TerminatedReason::NotFound)
                         }
-                        None
-                    }
-                    Err(reason) => w.by_id.remove(&id).map(|watch| (watch, reason)),
-                }
-            };
-            if let Some((watch, reason)) = fire {
-                shared.fire(watch, reason);
+                        Ok(msg) if msg.status.is_none() => {
+                            Ok(String::from_utf8_lossy(&msg.payload).into_owned())
+                        }
+                        _ => Err(TerminatedReason::NodeUnreachable),
+                    };
+                    located(&resolver, id, outcome);
+                }),
+                alive: None,
+            },
+        );
+        shared.send_out(Out::publish(
+            shared.subject("where", name),
+            Some(reply_subject),
+            Bytes::new(),
+        ));
+        let timeout = shared.settings.failure_detector_timeout;
+        self.inner.handle.spawn(async move {
+            tokio::time::sleep(timeout).await;
+            if let Some(pending) = shared.take_pending(rid) {
+                (pending.deliver)(Err(()));
             }
         });
         Ok(RemoteWatch {
@@ -656,6 +657,26 @@ impl RemoteWatch {
     /// Returns `false` if it had already fired.
     pub fn unwatch(self) -> bool {
         lock(&self.shared.watches).by_id.remove(&self.id).is_some()
+    }
+}
+
+/// A watch's where-request was answered (with the node) or failed.
+fn located(shared: &Shared, id: u64, outcome: Result<String, TerminatedReason>) {
+    let fire = {
+        let mut w = lock(&shared.watches);
+        match outcome {
+            Ok(node) => {
+                w.last_seen.entry(node.clone()).or_insert_with(Instant::now);
+                if let Some(watch) = w.by_id.get_mut(&id) {
+                    watch.node = Some(node);
+                }
+                None
+            }
+            Err(reason) => w.by_id.remove(&id).map(|watch| (watch, reason)),
+        }
+    };
+    if let Some((watch, reason)) = fire {
+        shared.fire(watch, reason);
     }
 }
 
@@ -942,10 +963,10 @@ async fn serve<M>(
                     break;
                 }
             }
-            msg = messages.next() => match msg {
-                Some(msg) => deliver(&shared, &name, &actor, msg),
-                None => break,
-            },
+            // Before the messages: a where-request sent before a message
+            // is answered before the message is delivered (the client
+            // hands each subscription its messages in the connection's
+            // order), so the watcher knows the node first.
             Some(ask) = next_where(&mut where_sub) => {
                 if let Some(reply) = ask.reply {
                     shared.send_out(Out::publish(
@@ -955,6 +976,10 @@ async fn serve<M>(
                     ));
                 }
             }
+            msg = messages.next() => match msg {
+                Some(msg) => deliver(&shared, &name, &actor, msg),
+                None => break,
+            },
         }
     }
     // Withdraw the name (dropping the subscriptions unsubscribes).

@@ -204,8 +204,9 @@ fn sigkill_of_a_node_gives_its_watchers_terminated() {
     let probe = TestProbe::<RemoteTerminated>::new(&sys);
     w.watch("counter-k", &probe.actor_ref(), |t| t)
         .expect("watch");
-    // The watch's where-request is answered before this ask (both from
-    // this node, to the same node): the watch knows k.
+    // The watch's where-request goes out before this ask, and k answers
+    // it before delivering the ask: once the ask is answered, the watch
+    // knows k, and k's death is found by the heartbeats.
     let counter = w.actor_ref::<NodeCmd>("counter-k").expect("ref");
     assert_eq!(counter.ask(NodeCmd::Get, GUARD).wait(), Ok(0));
     let killed = Instant::now();
