@@ -98,7 +98,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                         Err(e) => say(&format!("error {e}")),
                     },
                     ["exit"] => {
-                        let _ = system.terminate();
+                        drop(system.terminate());
                         break;
                     }
                     _ => say(&format!("unknown command: {line}")),
