@@ -75,7 +75,6 @@ pub(crate) enum Out {
         headers: Option<HeaderMap>,
         payload: Bytes,
     },
-    Flush(oneshot::Sender<()>),
 }
 
 impl Out {
@@ -179,6 +178,36 @@ impl Shared {
         // Relaxed: only uniqueness matters.
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         (id, self.reply_subject_of(id))
+    }
+
+    /// A round trip through the server: a message to this node's own
+    /// inbox, published after everything sent so far, comes back. The
+    /// server handles a connection's operations in order, so once it is
+    /// back, every subscription made before is registered there.
+    /// (async-nats's `flush` only waits until the bytes are written.)
+    pub(crate) async fn round_trip(&self) -> Result<(), String> {
+        let (id, subject) = self.new_reply_subject();
+        let (tx, rx) = oneshot::channel();
+        self.put_pending(
+            id,
+            Pending {
+                deliver: Box::new(move |outcome| {
+                    let _ = tx.send(outcome.is_ok());
+                }),
+                alive: None,
+            },
+        );
+        self.send_out(Out::publish(subject, None, Bytes::new()));
+        match tokio::time::timeout(self.settings.connect_timeout, rx).await {
+            Ok(Ok(true)) => Ok(()),
+            _ => {
+                self.take_pending(id);
+                Err(format!(
+                    "no round trip through the server within {:?}",
+                    self.settings.connect_timeout
+                ))
+            }
+        }
     }
 
     pub(crate) fn reply_subject_of(&self, id: u64) -> String {
@@ -303,6 +332,22 @@ impl Remote {
     #[track_caller]
     pub fn connect(system: &ActorSystem, settings: RemoteSettings) -> Result<Remote, ConnectError> {
         proscenium_scheduler::assert_not_on_worker("Remote::connect");
+        if tokio::runtime::Handle::try_current().is_ok() {
+            // Called from inside a tokio runtime, where starting and
+            // blocking on another one panics: connect from a thread of its own.
+            return std::thread::scope(|s| {
+                s.spawn(|| Remote::connect_here(system, settings))
+                    .join()
+                    .unwrap_or_else(|p| std::panic::resume_unwind(p))
+            });
+        }
+        Remote::connect_here(system, settings)
+    }
+
+    fn connect_here(
+        system: &ActorSystem,
+        settings: RemoteSettings,
+    ) -> Result<Remote, ConnectError> {
         settings.validate()?;
         let mut addrs = Vec::with_capacity(settings.servers.len());
         for s in &settings.servers {
@@ -339,7 +384,8 @@ impl Remote {
         let client = runtime.block_on(async {
             let options = async_nats::ConnectOptions::new()
                 .name(format!("proscenium {}/{}", settings.cluster, settings.node))
-                .connection_timeout(settings.connect_timeout);
+                .connection_timeout(settings.connect_timeout)
+                .event_callback(|e| async move { tracing::info!(event = %e, "remote: NATS") });
             match tokio::time::timeout(settings.connect_timeout, options.connect(addrs)).await {
                 Ok(Ok(client)) => Ok(client),
                 Ok(Err(e)) => Err(nats_err(e.to_string())),
@@ -399,6 +445,12 @@ impl Remote {
     ///
     /// A name should be exposed this way by one node at a time (for a
     /// pool over nodes, use [`expose_group`](Self::expose_group)).
+    ///
+    /// Blocks until the server has the subscription (one round trip), so
+    /// the name is live on this server when it returns; like every
+    /// blocking call of the engine it panics on a scheduler worker (expose
+    /// from the code that spawns the actor, not from inside an actor).
+    #[track_caller]
     pub fn expose<M>(&self, actor: &ActorRef<M>, name: &str) -> Result<(), RemoteError>
     where
         M: Serialize + DeserializeOwned + Send + 'static,
@@ -409,7 +461,8 @@ impl Remote {
     /// Exposes `actor` under `name` as one member of a NATS queue group:
     /// each message to the name goes to one member of the group, on
     /// whichever node (a pool spread over machines). Members cannot be
-    /// watched through the name.
+    /// watched through the name. Blocks as [`expose`](Self::expose) does.
+    #[track_caller]
     pub fn expose_group<M>(&self, actor: &ActorRef<M>, name: &str) -> Result<(), RemoteError>
     where
         M: Serialize + DeserializeOwned + Send + 'static,
@@ -417,10 +470,12 @@ impl Remote {
         self.expose_as(actor, name, true)
     }
 
+    #[track_caller]
     fn expose_as<M>(&self, actor: &ActorRef<M>, name: &str, group: bool) -> Result<(), RemoteError>
     where
         M: Serialize + DeserializeOwned + Send + 'static,
     {
+        proscenium_scheduler::assert_not_on_worker("Remote::expose");
         let shared = &self.inner.shared;
         if !is_token(name) {
             return Err(RemoteError::BadName(name.to_owned()));
@@ -465,11 +520,7 @@ impl Remote {
                     )
                 };
                 // Once the server has the subscriptions, the name is live.
-                shared
-                    .client
-                    .flush()
-                    .await
-                    .map_err(|e| RemoteError::Nats(e.to_string()))?;
+                shared.round_trip().await.map_err(RemoteError::Nats)?;
                 Ok::<_, RemoteError>((messages, where_sub))
             }
         });
@@ -761,11 +812,12 @@ async fn close(shared: Arc<Shared>) -> Result<(), String> {
     Ok(())
 }
 
-/// Waits until everything queued so far has reached the server.
+/// Waits until everything queued so far has reached the server (and been
+/// handled there).
 async fn flush(shared: &Shared) {
-    let (tx, rx) = oneshot::channel();
-    shared.send_out(Out::Flush(tx));
-    let _ = rx.await;
+    if let Err(e) = shared.round_trip().await {
+        tracing::warn!(error = %e, "remote: flush");
+    }
 }
 
 /// Subscribes to the inbox and the control subjects, announces the node,
@@ -797,7 +849,6 @@ async fn start(shared: &Arc<Shared>, out_rx: tmpsc::UnboundedReceiver<Out>) -> R
         )
         .await
         .map_err(|e| e.to_string())?;
-    client.flush().await.map_err(|e| e.to_string())?;
     tokio::spawn(outbound(shared.client.clone(), out_rx));
     tokio::spawn(inbox_task(Arc::clone(shared), inbox));
     tokio::spawn(control(
@@ -805,7 +856,8 @@ async fn start(shared: &Arc<Shared>, out_rx: tmpsc::UnboundedReceiver<Out>) -> R
         futures_util::stream::select(futures_util::stream::select(terminated, heartbeats), leaves),
     ));
     tokio::spawn(heartbeat(Arc::clone(shared)));
-    Ok(())
+    // The control subscriptions are live once this returns.
+    shared.round_trip().await
 }
 
 async fn outbound(client: async_nats::Client, mut rx: tmpsc::UnboundedReceiver<Out>) {
@@ -826,11 +878,6 @@ async fn outbound(client: async_nats::Client, mut rx: tmpsc::UnboundedReceiver<O
                         .await
                 }
             },
-            Out::Flush(done) => {
-                let _ = client.flush().await;
-                let _ = done.send(());
-                Ok(())
-            }
         };
         if let Err(e) = sent {
             tracing::debug!(error = %e, "remote: a publish failed");
@@ -861,7 +908,11 @@ async fn control(
     while let Some(msg) = messages.next().await {
         let subject = msg.subject.as_str();
         if let Some(name) = subject.strip_prefix(&terminated) {
-            shared.fire_where(TerminatedReason::Stopped, |w| w.name == name);
+            // Only watches of the name on that node (or not located yet).
+            let node = String::from_utf8_lossy(&msg.payload);
+            shared.fire_where(TerminatedReason::Stopped, |w| {
+                w.name == name && w.node.as_deref().is_none_or(|n| n == node)
+            });
         } else if let Some(rest) = subject.strip_prefix(&node_prefix) {
             if let Some(node) = rest.strip_suffix(".hb") {
                 let mut w = lock(&shared.watches);

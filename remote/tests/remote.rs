@@ -366,3 +366,30 @@ fn leaving_with_the_coordinated_shutdown_drains_and_tells_the_watchers() {
     drop(p.b);
     assert!(p.sys_b.terminate().wait_timeout(GUARD).is_some());
 }
+
+#[test]
+fn connect_works_from_inside_a_tokio_runtime() {
+    require_nats!();
+    let server = NatsServer::start();
+    let sys = system("r");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("rt");
+    // Blocking on a runtime from inside another panics; connect must not.
+    let remote = rt
+        .block_on(async { Remote::connect(&sys, settings(&server, "inside")) })
+        .expect("connect");
+    let counter = sys.spawn(Counter::props("r"), "counter").expect("spawn");
+    remote.expose(&counter, "counter").expect("expose");
+    // A RemoteAsk is a plain future: awaited on this other runtime.
+    let n = rt.block_on(
+        remote
+            .actor_ref::<Cmd>("counter")
+            .expect("ref")
+            .ask(Cmd::Get, GUARD),
+    );
+    assert_eq!(n, Ok(0));
+    drop(remote);
+    assert!(sys.terminate().wait_timeout(GUARD).is_some());
+}
