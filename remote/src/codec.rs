@@ -8,6 +8,7 @@
 
 use std::cell::RefCell;
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -102,11 +103,12 @@ pub struct RemoteReply<R: Send + 'static> {
 enum Inner<R: Send + 'static> {
     /// Answer by publishing to `subject`. `armed`: made by decoding on the
     /// node that must answer (sends and drop notices go out); not armed: the
-    /// asker's own copy, inert.
+    /// asker's own copy, inert, or one forwarded to another node inside a
+    /// message (the duty to answer went with it).
     Remote {
         subject: String,
         shared: Option<Arc<Shared>>,
-        armed: bool,
+        armed: AtomicBool,
     },
     /// A local asker's reply, moved out when the message is encoded.
     Local(Mutex<Option<Reply<R>>>),
@@ -120,7 +122,7 @@ impl<R: Send + 'static> RemoteReply<R> {
             inner: Inner::Remote {
                 subject,
                 shared: None,
-                armed: false,
+                armed: AtomicBool::new(false),
             },
         }
     }
@@ -136,8 +138,9 @@ impl<R: Serialize + Send + 'static> RemoteReply<R> {
             Inner::Remote {
                 subject,
                 shared: Some(shared),
-                armed: true,
-            } => {
+                armed,
+                // Relaxed: only this value (one owner) writes and reads it.
+            } if armed.load(Ordering::Relaxed) => {
                 match encode(&shared, &value) {
                     Ok((payload, _)) => shared.send_out(Out::publish(subject, None, payload)),
                     Err(e) => shared.send_out(Out::error(subject, &e.to_string())),
@@ -183,9 +186,12 @@ impl<R: Send + 'static> Drop for RemoteReply<R> {
         if let Inner::Remote {
             subject,
             shared: Some(shared),
-            armed: true,
+            armed,
         } = &self.inner
         {
+            if !armed.load(Ordering::Relaxed) {
+                return;
+            }
             shared.send_out(Out::error(subject.clone(), "dropped"));
             shared.reply_settled();
         }
@@ -207,7 +213,21 @@ impl<R: DeserializeOwned + Send + 'static> Serialize for RemoteReply<R> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::Error;
         match &self.inner {
-            Inner::Remote { subject, .. } => serializer.serialize_str(subject),
+            Inner::Remote {
+                subject,
+                shared,
+                armed,
+            } => {
+                // Forwarded in a message: the receiver answers now, and
+                // this copy's drop must not tell the asker "dropped".
+                // Relaxed: the flag is only read by this value's own drop.
+                if armed.swap(false, Ordering::Relaxed) {
+                    if let Some(shared) = shared {
+                        shared.reply_settled();
+                    }
+                }
+                serializer.serialize_str(subject)
+            }
             Inner::Local(slot) => {
                 let subject = ENCODING.with(|c| {
                     let mut ctx = c.borrow_mut();
@@ -280,7 +300,7 @@ impl<'de, R: Send + 'static> Deserialize<'de> for RemoteReply<R> {
             inner: Inner::Remote {
                 subject,
                 shared: Some(shared),
-                armed: true,
+                armed: AtomicBool::new(true),
             },
         })
     }

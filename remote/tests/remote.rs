@@ -393,3 +393,63 @@ fn connect_works_from_inside_a_tokio_runtime() {
     drop(remote);
     assert!(sys.terminate().wait_timeout(GUARD).is_some());
 }
+
+/// Passes every message on to a remote ref (a reply inside included).
+struct Relay(proscenium_remote::RemoteRef<Cmd>);
+
+impl Actor for Relay {
+    type Msg = Cmd;
+    fn receive(&mut self, _: &mut Context<Self>, msg: Cmd) -> Outcome {
+        self.0
+            .tell(msg)
+            .map_err(|e| ActorError::from(e.to_string()))?;
+        Ok(())
+    }
+}
+
+#[test]
+fn a_reply_forwarded_to_another_node_is_answered_there() {
+    require_nats!();
+    let server = NatsServer::start();
+    let p = pair(&server);
+    // b asks a's relay; the relay forwards the request, reply and all, to
+    // a counter on b, which answers the asker directly.
+    let on_b = p
+        .sys_b
+        .spawn(Counter::props("b"), "counter-b")
+        .expect("spawn");
+    on_b.tell(Cmd::Add(41));
+    p.b.expose(&on_b, "counter-b").expect("expose");
+    let to_b = p.a.actor_ref::<Cmd>("counter-b").expect("ref");
+    let relay = p
+        .sys_a
+        .spawn(Props::new(move || Relay(to_b.clone())), "relay")
+        .expect("spawn");
+    p.a.expose(&relay, "relay").expect("expose");
+    let relay = p.b.actor_ref::<Cmd>("relay").expect("ref");
+    // The relay's copy of the reply is dropped after forwarding: it must
+    // not tell the asker "dropped" (NoReply).
+    assert_eq!(relay.ask(Cmd::Get, GUARD).wait(), Ok(41));
+    p.finish();
+}
+
+#[test]
+fn an_adapted_ref_dead_letters_what_it_cannot_send() {
+    require_nats!();
+    let server = NatsServer::start();
+    let p = pair(&server);
+    let local =
+        p.b.actor_ref::<Cmd>("counter")
+            .expect("ref")
+            .to_actor_ref(&p.sys_b)
+            .expect("adapt");
+    let dead = EventProbe::new(&p.sys_b).subscribe_map(|d: &DeadLetter| {
+        d.downcast_ref::<Cmd>()
+            .map(|c| (d.recipient().cloned(), matches!(c, Cmd::Blob(_))))
+    });
+    local.tell(Cmd::Blob(vec![7; 1024 * 1024]));
+    let (recipient, blob) = dead.expect_event::<(Option<ActorId>, bool)>(GUARD);
+    assert!(blob);
+    assert_eq!(recipient, Some(local.id()));
+    p.finish();
+}
