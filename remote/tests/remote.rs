@@ -453,3 +453,54 @@ fn an_adapted_ref_dead_letters_what_it_cannot_send() {
     assert_eq!(recipient, Some(local.id()));
     p.finish();
 }
+
+/// Asks a remote counter from inside an actor, without blocking: the
+/// RemoteAsk future is piped to the actor.
+struct Asker {
+    counter: proscenium_remote::RemoteRef<Cmd>,
+    out: std::sync::mpsc::Sender<Result<u64, RemoteAskError>>,
+}
+
+enum AskerMsg {
+    Go,
+    Answer(Result<u64, RemoteAskError>),
+}
+
+impl Actor for Asker {
+    type Msg = AskerMsg;
+    fn receive(&mut self, ctx: &mut Context<Self>, msg: AskerMsg) -> Outcome {
+        match msg {
+            AskerMsg::Go => {
+                let ask = self.counter.ask(Cmd::Get, GUARD);
+                let _handle = ctx.pipe_to_self(ask, AskerMsg::Answer);
+            }
+            AskerMsg::Answer(n) => {
+                let _ = self.out.send(n);
+            }
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn an_actor_asks_a_remote_actor_through_a_piped_future() {
+    require_nats!();
+    let server = NatsServer::start();
+    let p = pair(&server);
+    p.counter.tell(Cmd::Add(9));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let counter = p.b.actor_ref::<Cmd>("counter").expect("ref");
+    let asker = p
+        .sys_b
+        .spawn(
+            Props::new(move || Asker {
+                counter: counter.clone(),
+                out: tx.clone(),
+            }),
+            "asker",
+        )
+        .expect("spawn");
+    asker.tell(AskerMsg::Go);
+    assert_eq!(rx.recv_timeout(GUARD).expect("an answer"), Ok(9));
+    p.finish();
+}
