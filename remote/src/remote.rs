@@ -112,14 +112,40 @@ pub(crate) struct Pending {
 struct Watch {
     name: String,
     node: Option<String>,
+    /// The incarnation of the node (its connection's inbox) that answered.
+    incarnation: Option<String>,
     fire: Box<dyn FnOnce(RemoteTerminated) + Send>,
+}
+
+/// Learns that `inc` is `node`'s current incarnation: returns the watches
+/// located on an earlier one (those actors are gone).
+fn current_incarnation(w: &mut Watches, node: &str, inc: &str) -> Vec<Watch> {
+    match w.last_seen.get_mut(node) {
+        Some((seen_inc, seen)) if seen_inc == inc => {
+            *seen = Instant::now();
+            return Vec::new();
+        }
+        _ => {}
+    }
+    w.last_seen
+        .insert(node.to_owned(), (inc.to_owned(), Instant::now()));
+    let stale: Vec<u64> = w
+        .by_id
+        .iter()
+        .filter(|(_, x)| {
+            x.node.as_deref() == Some(node) && x.incarnation.as_deref().is_some_and(|i| i != inc)
+        })
+        .map(|(id, _)| *id)
+        .collect();
+    stale.iter().filter_map(|id| w.by_id.remove(id)).collect()
 }
 
 #[derive(Default)]
 struct Watches {
     by_id: HashMap<u64, Watch>,
-    /// When each node watched was last heard from.
-    last_seen: HashMap<String, Instant>,
+    /// When each node watched was last heard from, and its current
+    /// incarnation (a node restarted under the same name is another one).
+    last_seen: HashMap<String, (String, Instant)>,
 }
 
 struct Exposed {
@@ -586,6 +612,7 @@ impl Remote {
             Watch {
                 name: name.to_owned(),
                 node: None,
+                incarnation: None,
                 fire: Box::new(move |t| watcher.tell(make(t))),
             },
         );
@@ -713,21 +740,27 @@ impl RemoteWatch {
 
 /// A watch's where-request was answered (with the node) or failed.
 fn located(shared: &Shared, id: u64, outcome: Result<String, TerminatedReason>) {
-    let fire = {
+    let (fire, stale) = {
         let mut w = lock(&shared.watches);
         match outcome {
-            Ok(node) => {
-                w.last_seen.entry(node.clone()).or_insert_with(Instant::now);
+            Ok(answer) => {
+                // "<node> <incarnation>"
+                let (node, inc) = answer.split_once(' ').unwrap_or((answer.as_str(), ""));
+                let stale = current_incarnation(&mut w, node, inc);
                 if let Some(watch) = w.by_id.get_mut(&id) {
-                    watch.node = Some(node);
+                    watch.node = Some(node.to_owned());
+                    watch.incarnation = Some(inc.to_owned());
                 }
-                None
+                (None, stale)
             }
-            Err(reason) => w.by_id.remove(&id).map(|watch| (watch, reason)),
+            Err(reason) => (w.by_id.remove(&id).map(|watch| (watch, reason)), Vec::new()),
         }
     };
     if let Some((watch, reason)) = fire {
         shared.fire(watch, reason);
+    }
+    for watch in stale {
+        shared.fire(watch, TerminatedReason::NodeUnreachable);
     }
 }
 
@@ -915,9 +948,17 @@ async fn control(
             });
         } else if let Some(rest) = subject.strip_prefix(&node_prefix) {
             if let Some(node) = rest.strip_suffix(".hb") {
-                let mut w = lock(&shared.watches);
-                if let Some(seen) = w.last_seen.get_mut(node) {
-                    *seen = Instant::now();
+                let inc = String::from_utf8_lossy(&msg.payload);
+                let stale = {
+                    let mut w = lock(&shared.watches);
+                    if w.last_seen.contains_key(node) {
+                        current_incarnation(&mut w, node, &inc)
+                    } else {
+                        Vec::new()
+                    }
+                };
+                for watch in stale {
+                    shared.fire(watch, TerminatedReason::NodeUnreachable);
                 }
             } else if let Some(node) = rest.strip_suffix(".leave") {
                 shared.fire_where(TerminatedReason::NodeLeft, |w| {
@@ -943,7 +984,11 @@ async fn heartbeat(shared: Arc<Shared>) {
     loop {
         tick.tick().await;
         if !shared.is_closed() {
-            shared.send_out(Out::publish(subject.clone(), None, Bytes::new()));
+            shared.send_out(Out::publish(
+                subject.clone(),
+                None,
+                Bytes::from(shared.inbox.clone()),
+            ));
         }
         let now = Instant::now();
         let lost: Vec<String> = {
@@ -951,7 +996,7 @@ async fn heartbeat(shared: Arc<Shared>) {
             let lost: Vec<String> = w
                 .last_seen
                 .iter()
-                .filter(|(_, seen)| now.duration_since(**seen) > timeout)
+                .filter(|(_, (_, seen))| now.duration_since(*seen) > timeout)
                 .map(|(n, _)| n.clone())
                 .collect();
             for n in &lost {
@@ -1023,7 +1068,7 @@ async fn serve<M>(
                     shared.send_out(Out::publish(
                         reply.to_string(),
                         None,
-                        Bytes::from(shared.settings.node.clone()),
+                        Bytes::from(format!("{} {}", shared.settings.node, shared.inbox)),
                     ));
                 }
             }

@@ -185,11 +185,18 @@ fn nodes_on_two_routed_servers_still_talk() {
 }
 
 fn watcher_node(server: &NatsServer) -> (proscenium::ActorSystem, Remote) {
+    watcher_node_with(server, Duration::from_millis(1000))
+}
+
+fn watcher_node_with(
+    server: &NatsServer,
+    failure_detector: Duration,
+) -> (proscenium::ActorSystem, Remote) {
     let sys = system("w");
     let remote = Remote::connect(
         &sys,
         RemoteSettings::new(server.url(), "p", "w")
-            .failure_detector(Duration::from_millis(100), Duration::from_millis(1000)),
+            .failure_detector(Duration::from_millis(100), failure_detector),
     )
     .expect("connect");
     (sys, remote)
@@ -261,6 +268,29 @@ fn sigterm_runs_the_cluster_phases_and_in_flight_asks_complete() {
     let closed = log.find("remote: connection closed").expect(&log);
     assert!(drained < left && left < closed, "{log}");
     probe.expect_no_msg(Duration::from_millis(300));
+    drop(w);
+    assert!(sys.terminate().wait_timeout(GUARD).is_some());
+}
+
+#[test]
+fn a_node_restarted_under_the_same_name_is_another_incarnation() {
+    require_nats!();
+    let server = NatsServer::start();
+    let mut k1 = Node::start(&server.url(), "k", Some((100, 1000)));
+    // A failure detector far longer than the guard: a Terminated within
+    // the guard comes from the new incarnation's heartbeat, not a timeout.
+    let (sys, w) = watcher_node_with(&server, Duration::from_secs(3600));
+    let probe = TestProbe::<RemoteTerminated>::new(&sys);
+    w.watch("counter-k", &probe.actor_ref(), |t| t)
+        .expect("watch");
+    let counter = w.actor_ref::<NodeCmd>("counter-k").expect("ref");
+    assert_eq!(counter.ask(NodeCmd::Get, GUARD).wait(), Ok(0));
+    k1.signal(libc::SIGKILL);
+    assert!(!k1.wait_exit());
+    let _k2 = Node::start(&server.url(), "k", Some((100, 1000)));
+    let t = probe.expect_msg(GUARD);
+    assert_eq!(t.name, "counter-k");
+    assert_eq!(t.reason, TerminatedReason::NodeUnreachable);
     drop(w);
     assert!(sys.terminate().wait_timeout(GUARD).is_some());
 }
