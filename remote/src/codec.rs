@@ -96,6 +96,8 @@ pub(crate) fn decode<T: DeserializeOwned>(shared: &Arc<Shared>, bytes: &[u8]) ->
 ///
 /// Dropped without a `send`, the asker gets
 /// [`RemoteAskError::NoReply`](crate::RemoteAskError::NoReply) at once.
+/// Put inside another message and sent on (to an actor on any node), the
+/// duty to answer goes with it: the receiver answers the original asker.
 pub struct RemoteReply<R: Send + 'static> {
     inner: Inner<R>,
 }

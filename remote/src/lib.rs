@@ -64,7 +64,9 @@
 //! terminates, when its node leaves, or when its node sends no heartbeat
 //! for `failure_detector_timeout` (a node publishes one every
 //! `heartbeat_interval`): a killed process or a lost network gives its
-//! watchers their Terminated within the timeout.
+//! watchers their Terminated within the timeout. A node restarted under
+//! the same name is a new incarnation: the watches of the old one fire as
+//! soon as the new one is heard from.
 //!
 //! # Runtime
 //!
