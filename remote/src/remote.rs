@@ -1043,11 +1043,15 @@ async fn serve<M>(
         tokio::select! {
             biased;
             _ = &mut terminated, if !draining => {
-                shared.send_out(Out::publish(
-                    shared.subject("terminated", &name),
-                    None,
-                    Bytes::from(shared.settings.node.clone()),
-                ));
+                // Only a plain expose is watchable (a group member's end
+                // is not the name's).
+                if where_sub.is_some() {
+                    shared.send_out(Out::publish(
+                        shared.subject("terminated", &name),
+                        None,
+                        Bytes::from(shared.settings.node.clone()),
+                    ));
+                }
                 break;
             }
             _ = &mut drain_rx, if !draining => {
