@@ -34,7 +34,8 @@ fn node_binary() -> PathBuf {
     let bin = dir.join("examples").join("node");
     assert!(
         bin.is_file(),
-        "{} is missing: cargo test builds the examples",
+        "{} is missing: `cargo test -p proscenium-remote` builds it (with a `--test` filter, \
+         build it first: `cargo build -p proscenium-remote --example node`)",
         bin.display()
     );
     bin
