@@ -107,6 +107,13 @@ fn connect_errors_are_typed() {
         err.to_string(),
         "`remote.node`: expected a non-empty name without '.', '*', '>' or whitespace"
     );
+    let err =
+        Remote::connect(&sys, RemoteSettings::new("nats://[::1", "t", "x")).expect_err("bad URL");
+    assert!(
+        matches!(&err, proscenium_remote::ConnectError::Settings(
+            proscenium_remote::ConfigError::InvalidValue { key, .. }) if key == "remote.servers"),
+        "{err:?}"
+    );
     assert!(sys.terminate().wait_timeout(GUARD).is_some());
 }
 
@@ -350,6 +357,13 @@ fn leaving_with_the_coordinated_shutdown_drains_and_tells_the_watchers() {
     assert!(terminated.wait_timeout(GUARD).is_some());
     // At most once per watch.
     probe.expect_no_msg(Duration::from_millis(300));
+    // A node that has left sends nothing more.
+    let after = p.a.actor_ref::<Cmd>("counter").expect("ref");
+    assert_eq!(after.tell(Cmd::Add(1)), Err(RemoteError::Closed));
+    assert_eq!(
+        after.ask(Cmd::Get, GUARD).wait(),
+        Err(RemoteAskError::Send(RemoteError::Closed))
+    );
     let state = p.sys_a.coordinated_shutdown().state();
     for task in ["remote-drain", "remote-leave", "remote-close"] {
         let report = state
