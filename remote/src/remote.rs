@@ -589,9 +589,11 @@ impl Remote {
     /// `watcher`, once. If no node exposes the name now, at once, with
     /// [`TerminatedReason::NotFound`].
     ///
-    /// Akka: "the watcher will receive a Terminated message ... also if
-    /// the watched actor is already terminated" and a watch of an actor on
-    /// an unreachable node gets Terminated as well.
+    /// As Akka's watch (seeds, akka-net-supervision): "the message will
+    /// be delivered irrespective of the order in which the monitoring
+    /// request and target's termination occur, i.e. you still get the
+    /// message even if at the time of registration the target is already
+    /// dead." A remote name that nobody exposes counts as dead.
     pub fn watch<N: Send + 'static>(
         &self,
         name: &str,

@@ -315,7 +315,9 @@ fn a_remote_watch_fires_once_when_the_actor_stops() {
         counter.ask(Cmd::Get, GUARD).wait(),
         Err(RemoteAskError::NoResponders("counter".into()))
     );
-    // Watching a name nobody exposes: Terminated at once.
+    // Watching a name nobody exposes: Terminated at once. Akka: "you
+    // still get the message even if at the time of registration the
+    // target is already dead."
     p.b.watch("ghost", &probe.actor_ref(), |t| t)
         .expect("watch");
     let t = probe.expect_msg(GUARD);
