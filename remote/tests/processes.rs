@@ -250,6 +250,9 @@ fn sigterm_runs_the_cluster_phases_and_in_flight_asks_complete() {
     // In flight: k has the request (it says so) and answers in 700 ms.
     let in_flight = counter.ask(|r| NodeCmd::Slow(700, r), GUARD);
     k.expect_line("slow-started");
+    // Akka (seeds, akka-coordinated-shutdown): "running the shutdown
+    // process will also trigger the graceful leaving"; here SIGTERM runs
+    // it, and the node's leave tasks are in its cluster phases.
     k.signal(libc::SIGTERM);
     assert_eq!(in_flight.wait(), Ok(5));
     let t = probe.expect_msg(GUARD);
