@@ -16,11 +16,13 @@ use serde::{Deserialize, Serialize};
 /// A guard against hangs, never a wait for correctness.
 pub const GUARD: Duration = Duration::from_secs(30);
 
-/// The nats-server binary: `$NATS_SERVER`, else on PATH, else /usr/sbin
-/// (where the Debian package puts it).
+/// The nats-server binary: `$NATS_SERVER` if set, else on PATH, else
+/// /usr/sbin (where the Debian package puts it).
 pub fn nats_server_binary() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("NATS_SERVER") {
-        return Some(PathBuf::from(p));
+        // Set: that one or none (NATS_SERVER=/nonexistent shows the skip).
+        let p = PathBuf::from(p);
+        return p.is_file().then_some(p);
     }
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
