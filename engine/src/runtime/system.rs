@@ -462,6 +462,19 @@ impl ActorSystem {
         spawn(&parent, props, Some(name))
     }
 
+    /// Records `message` as a dead letter for `recipient` (counted, logged
+    /// with the rate limit, published on the event stream as a
+    /// [`DeadLetter`](crate::DeadLetter)): for extensions that deliver
+    /// messages from outside the engine, such as a remote message that
+    /// could not be decoded (proscenium-remote).
+    pub fn publish_dead_letter<T: std::any::Any + Send>(
+        &self,
+        recipient: Option<ActorId>,
+        message: T,
+    ) {
+        self.publish_dead(DeadLetter::new(recipient, message));
+    }
+
     /// The `/user` guardian's id (`None` once terminated).
     pub fn user_guardian_id(&self) -> Option<ActorId> {
         self.guardians().as_ref().map(|g| g.user.clone())

@@ -1,0 +1,136 @@
+//! A proscenium-remote node in its own process, for the multi-process
+//! tests (remote/tests/processes.rs) and as a small example.
+//!
+//! ```sh
+//! nats-server -p 4222 &
+//! cargo run -p proscenium-remote --example node -- nats://127.0.0.1:4222 demo a
+//! ```
+//!
+//! It exposes a counter as `counter-<node>`, joins the coordinated
+//! shutdown (SIGTERM or Ctrl-C leaves the cluster in order), prints
+//! `ready`, then reads commands on stdin, one a line:
+//!
+//! * `talk <peer>`: waits until `counter-<peer>` answers, tells it
+//!   `Add(1)` 100 times, asks for its count and prints `got <n>`;
+//! * `exit`: runs the coordinated shutdown.
+//!
+//! Messages: `Add(u64)`, `Get(reply)`, and `Slow(ms, reply)`, which prints
+//! `slow-started` and answers after `ms` milliseconds from another thread.
+//! Arguments: `<nats-url> <cluster> <node> [heartbeat-ms failure-detector-ms]`.
+
+use std::io::{BufRead, Write};
+use std::time::Duration;
+
+use proscenium::prelude::*;
+use proscenium_remote::{Remote, RemoteAskError, RemoteReply, RemoteSettings};
+use serde::{Deserialize, Serialize};
+
+/// The counter's protocol.
+#[derive(Debug, Serialize, Deserialize)]
+enum Cmd {
+    Add(u64),
+    Get(RemoteReply<u64>),
+    Slow(u64, RemoteReply<u64>),
+}
+
+struct Counter(u64);
+
+impl Actor for Counter {
+    type Msg = Cmd;
+    fn receive(&mut self, _: &mut Context<Self>, msg: Cmd) -> Outcome {
+        match msg {
+            Cmd::Add(n) => self.0 += n,
+            Cmd::Get(reply) => reply.send(self.0),
+            Cmd::Slow(ms, reply) => {
+                say("slow-started");
+                let n = self.0;
+                // Slow work off the actor's worker; the reply travels with it.
+                std::thread::spawn(move || {
+                    std::thread::sleep(Duration::from_millis(ms));
+                    reply.send(n);
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+fn say(line: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // The remote's phase lines ("remote: ...") on stderr.
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_max_level(tracing::Level::INFO)
+        .init();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [url, cluster, node, rest @ ..] = args.as_slice() else {
+        return Err("usage: node <nats-url> <cluster> <node> [heartbeat-ms fd-ms]".into());
+    };
+    let mut settings = RemoteSettings::new(url.as_str(), cluster.as_str(), node.as_str());
+    if let [hb, fd] = rest {
+        settings = settings.failure_detector(
+            Duration::from_millis(hb.parse()?),
+            Duration::from_millis(fd.parse()?),
+        );
+    }
+    let system = ActorSystem::builder().name(node.as_str()).build()?;
+    let remote = Remote::connect(&system, settings)?;
+    remote.add_to_coordinated_shutdown()?;
+    let counter = system.spawn(Props::new(|| Counter(0)), "counter")?;
+    remote.expose(&counter, &format!("counter-{node}"))?;
+    say("ready");
+
+    let terminated = system.when_terminated();
+    let commands = {
+        let remote = remote.clone();
+        let system = system.clone();
+        std::thread::spawn(move || {
+            for line in std::io::stdin().lock().lines().map_while(Result::ok) {
+                let words: Vec<&str> = line.split_whitespace().collect();
+                match words.as_slice() {
+                    ["talk", peer] => match talk(&remote, peer) {
+                        Ok(n) => say(&format!("got {n}")),
+                        Err(e) => say(&format!("error {e}")),
+                    },
+                    ["exit"] => {
+                        drop(system.terminate());
+                        break;
+                    }
+                    _ => say(&format!("unknown command: {line}")),
+                }
+            }
+        })
+    };
+    drop(commands);
+    let report = terminated.wait();
+    drop(remote);
+    say(&format!("terminated clean={}", report.clean()));
+    Ok(())
+}
+
+fn talk(remote: &Remote, peer: &str) -> Result<u64, Box<dyn std::error::Error>> {
+    let peer = remote.actor_ref::<Cmd>(&format!("counter-{peer}"))?;
+    // Wait until the peer's name is visible from here (across a NATS
+    // cluster the subscription reaches the other servers shortly after
+    // the expose): a no-responders answer comes back at once.
+    let mut tries = 0;
+    loop {
+        match peer.ask(Cmd::Get, Duration::from_secs(10)).wait() {
+            Ok(_) => break,
+            Err(RemoteAskError::NoResponders(_)) if tries < 200 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    for _ in 0..100 {
+        peer.tell(Cmd::Add(1))?;
+    }
+    Ok(peer.ask(Cmd::Get, Duration::from_secs(10)).wait()?)
+}

@@ -1,0 +1,309 @@
+//! The wire format (postcard) and [`RemoteReply`], the reply half of a
+//! remote ask, which travels inside a message as its reply subject.
+//!
+//! A `RemoteReply` cannot be serialized or deserialized on its own: it
+//! needs the node that encodes or decodes it (to register where a local
+//! reply goes, or to publish the answer). That node is handed over in a
+//! thread-local for the duration of one encode or decode.
+
+use std::cell::RefCell;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use proscenium::Reply;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::error::RemoteError;
+use crate::remote::{Out, Pending, Shared, ERROR_HEADER};
+
+thread_local! {
+    static ENCODING: RefCell<Option<EncodeCtx>> = const { RefCell::new(None) };
+    static DECODING: RefCell<Option<Arc<Shared>>> = const { RefCell::new(None) };
+}
+
+struct EncodeCtx {
+    shared: Arc<Shared>,
+    /// Pending entries registered for local replies during this encode
+    /// (removed again if the encode fails).
+    registered: Vec<u64>,
+}
+
+/// Encodes `value` for `shared`'s connection: postcard, then the size
+/// check against the server's max payload. Local replies inside are
+/// registered (and unregistered on failure). Returns the bytes and the
+/// reply subject of the first reply inside, if any (the NATS reply
+/// subject of the publish, so that no-responders reaches it).
+pub(crate) fn encode<T: Serialize>(
+    shared: &Arc<Shared>,
+    value: &T,
+) -> Result<(Bytes, Vec<u64>), RemoteError> {
+    let previous = ENCODING.with(|c| {
+        c.borrow_mut().replace(EncodeCtx {
+            shared: Arc::clone(shared),
+            registered: Vec::new(),
+        })
+    });
+    let result = postcard::to_stdvec(value);
+    let ctx = ENCODING.with(|c| std::mem::replace(&mut *c.borrow_mut(), previous));
+    let registered = ctx.map(|c| c.registered).unwrap_or_default();
+    let fail = |e: RemoteError| {
+        for id in &registered {
+            shared.take_pending(*id);
+        }
+        Err(e)
+    };
+    let bytes = match result {
+        Ok(bytes) => bytes,
+        Err(e) => return fail(RemoteError::Encode(e.to_string())),
+    };
+    let max = shared.max_payload();
+    if bytes.len() > max {
+        return fail(RemoteError::PayloadTooLarge {
+            size: bytes.len(),
+            max,
+        });
+    }
+    Ok((Bytes::from(bytes), registered))
+}
+
+/// Decodes `bytes` as a `T` on `shared`'s node (replies inside answer
+/// through it). A panic in a `Deserialize` impl is an error too.
+pub(crate) fn decode<T: DeserializeOwned>(shared: &Arc<Shared>, bytes: &[u8]) -> Result<T, String> {
+    let previous = DECODING.with(|c| c.borrow_mut().replace(Arc::clone(shared)));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        postcard::from_bytes::<T>(bytes)
+    }));
+    DECODING.with(|c| *c.borrow_mut() = previous);
+    match result {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err("the message's Deserialize panicked".to_owned()),
+    }
+}
+
+/// The reply half of a remote ask: put it in the request message (it is
+/// `Serialize + Deserialize`, it travels as the asker's reply subject),
+/// and the actor that gets the request calls [`send`](Self::send) once,
+/// on whichever node it runs.
+///
+/// A local [`Reply`] converts into one (`RemoteReply::from(reply)`), so
+/// one message type serves local and remote askers: through a
+/// [`RemoteRef`](crate::RemoteRef) adapted to an `ActorRef`, a local
+/// `ask` works unchanged and its reply comes back over NATS.
+///
+/// Dropped without a `send`, the asker gets
+/// [`RemoteAskError::NoReply`](crate::RemoteAskError::NoReply) at once.
+/// Put inside another message and sent on (to an actor on any node), the
+/// duty to answer goes with it: the receiver answers the original asker.
+pub struct RemoteReply<R: Send + 'static> {
+    inner: Inner<R>,
+}
+
+enum Inner<R: Send + 'static> {
+    /// Answer by publishing to `subject`. `armed`: made by decoding on the
+    /// node that must answer (sends and drop notices go out); not armed: the
+    /// asker's own copy, inert, or one forwarded to another node inside a
+    /// message (the duty to answer went with it).
+    Remote {
+        subject: String,
+        shared: Option<Arc<Shared>>,
+        armed: AtomicBool,
+    },
+    /// A local asker's reply, moved out when the message is encoded.
+    Local(Mutex<Option<Reply<R>>>),
+    /// Sent or dropped.
+    Done,
+}
+
+impl<R: Send + 'static> RemoteReply<R> {
+    pub(crate) fn to_subject(subject: String) -> RemoteReply<R> {
+        RemoteReply {
+            inner: Inner::Remote {
+                subject,
+                shared: None,
+                armed: AtomicBool::new(false),
+            },
+        }
+    }
+}
+
+impl<R: Serialize + Send + 'static> RemoteReply<R> {
+    /// Answers the request. A remote asker gets the value over NATS
+    /// (if it cannot be encoded or is over the max payload, the asker
+    /// gets [`RemoteAskError::Remote`](crate::RemoteAskError::Remote)
+    /// with the reason); a local asker gets it directly.
+    pub fn send(mut self, value: R) {
+        match std::mem::replace(&mut self.inner, Inner::Done) {
+            Inner::Remote {
+                subject,
+                shared: Some(shared),
+                armed,
+                // Relaxed: only this value (one owner) writes and reads it.
+            } if armed.load(Ordering::Relaxed) => {
+                match encode(&shared, &value) {
+                    Ok((payload, _)) => shared.send_out(Out::publish(subject, None, payload)),
+                    Err(e) => shared.send_out(Out::error(subject, &e.to_string())),
+                }
+                shared.reply_settled();
+            }
+            Inner::Local(slot) => {
+                if let Some(reply) = slot.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                    reply.send(value);
+                }
+            }
+            // The asker's own copy: nobody waits on it.
+            _ => {}
+        }
+    }
+
+    /// Whether the asker may still be waiting: always `true` for a remote
+    /// asker (its timeout is on its node), [`Reply::is_pending`] for a
+    /// local one.
+    pub fn is_pending(&self) -> bool {
+        match &self.inner {
+            Inner::Remote { .. } => true,
+            Inner::Local(slot) => slot
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_ref()
+                .is_some_and(Reply::is_pending),
+            Inner::Done => false,
+        }
+    }
+}
+
+impl<R: Send + 'static> From<Reply<R>> for RemoteReply<R> {
+    fn from(reply: Reply<R>) -> RemoteReply<R> {
+        RemoteReply {
+            inner: Inner::Local(Mutex::new(Some(reply))),
+        }
+    }
+}
+
+impl<R: Send + 'static> Drop for RemoteReply<R> {
+    fn drop(&mut self) {
+        if let Inner::Remote {
+            subject,
+            shared: Some(shared),
+            armed,
+        } = &self.inner
+        {
+            if !armed.load(Ordering::Relaxed) {
+                return;
+            }
+            shared.send_out(Out::error(subject.clone(), "dropped"));
+            shared.reply_settled();
+        }
+    }
+}
+
+impl<R: Send + 'static> fmt::Debug for RemoteReply<R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = match &self.inner {
+            Inner::Remote { subject, .. } => subject.as_str(),
+            Inner::Local(_) => "local",
+            Inner::Done => "done",
+        };
+        f.debug_tuple("RemoteReply").field(&kind).finish()
+    }
+}
+
+impl<R: DeserializeOwned + Send + 'static> Serialize for RemoteReply<R> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::Error;
+        match &self.inner {
+            Inner::Remote {
+                subject,
+                shared,
+                armed,
+            } => {
+                // Forwarded in a message: the receiver answers now, and
+                // this copy's drop must not tell the asker "dropped".
+                // Relaxed: the flag is only read by this value's own drop.
+                if armed.swap(false, Ordering::Relaxed) {
+                    if let Some(shared) = shared {
+                        shared.reply_settled();
+                    }
+                }
+                serializer.serialize_str(subject)
+            }
+            Inner::Local(slot) => {
+                let subject = ENCODING.with(|c| {
+                    let mut ctx = c.borrow_mut();
+                    let ctx = ctx.as_mut().ok_or_else(|| {
+                        S::Error::custom("a RemoteReply can only be encoded by proscenium-remote")
+                    })?;
+                    let reply = slot
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .take()
+                        .ok_or_else(|| S::Error::custom("this RemoteReply was already sent"))?;
+                    let (id, subject) = ctx.shared.new_reply_subject();
+                    ctx.shared
+                        .put_pending(id, local_pending(ctx.shared.clone(), reply));
+                    ctx.registered.push(id);
+                    Ok(subject)
+                })?;
+                serializer.serialize_str(&subject)
+            }
+            Inner::Done => Err(S::Error::custom("this RemoteReply was already sent")),
+        }
+    }
+}
+
+/// Where the answer to a local asker's reply goes: decoded and sent to
+/// the `Reply`; a failure drops it (the asker gets `NoReply`).
+fn local_pending<R: DeserializeOwned + Send + 'static>(
+    shared: Arc<Shared>,
+    reply: Reply<R>,
+) -> Pending {
+    let alive = Arc::new(Mutex::new(Some(reply)));
+    let check = Arc::clone(&alive);
+    Pending {
+        deliver: Box::new(move |outcome| {
+            let reply = alive.lock().unwrap_or_else(|e| e.into_inner()).take();
+            if let (Some(reply), Ok(msg)) = (reply, outcome) {
+                if msg.status.is_none()
+                    && msg
+                        .headers
+                        .as_ref()
+                        .and_then(|h| h.get(ERROR_HEADER))
+                        .is_none()
+                {
+                    match decode::<R>(&shared, &msg.payload) {
+                        Ok(value) => reply.send(value),
+                        Err(reason) => tracing::warn!(%reason, "a reply could not be decoded"),
+                    }
+                }
+            }
+        }),
+        alive: Some(Box::new(move || {
+            check
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_ref()
+                .is_some_and(Reply::is_pending)
+        })),
+    }
+}
+
+impl<'de, R: Send + 'static> Deserialize<'de> for RemoteReply<R> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let subject = String::deserialize(deserializer)?;
+        let shared = DECODING.with(|c| c.borrow().clone()).ok_or_else(|| {
+            D::Error::custom("a RemoteReply can only be decoded by proscenium-remote")
+        })?;
+        shared.reply_armed();
+        Ok(RemoteReply {
+            inner: Inner::Remote {
+                subject,
+                shared: Some(shared),
+                armed: AtomicBool::new(true),
+            },
+        })
+    }
+}

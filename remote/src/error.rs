@@ -1,0 +1,86 @@
+//! The errors of connecting, sending and asking.
+
+use std::time::Duration;
+
+use proscenium_shutdown::ConfigError;
+
+/// [`Remote::connect`](crate::Remote::connect) failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConnectError {
+    /// A setting is invalid (the error names the key).
+    #[error(transparent)]
+    Settings(#[from] ConfigError),
+    /// No NATS server could be reached, or it refused the connection.
+    #[error("could not connect to NATS ({servers}): {message}")]
+    Nats {
+        /// The servers tried.
+        servers: String,
+        /// What the client said.
+        message: String,
+    },
+    /// The remote's tokio runtime or its system actor could not start.
+    #[error("could not start the remote: {0}")]
+    Start(String),
+}
+
+/// Sending (a tell, the request of an ask, a reply) or exposing failed on
+/// this node; nothing was sent.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RemoteError {
+    /// A name must be one subject token: not empty, no `.`, `*`, `>` or
+    /// whitespace.
+    #[error("`{0}` cannot be a name (not empty, no '.', '*', '>' or whitespace)")]
+    BadName(String),
+    /// This node already exposes an actor under that name.
+    #[error("`{0}` is already exposed on this node")]
+    AlreadyExposed(String),
+    /// The message could not be serialized.
+    #[error("could not encode the message: {0}")]
+    Encode(String),
+    /// The encoded message is larger than the server's `max_payload`.
+    #[error("the message is {size} bytes, over the server's max payload of {max} bytes")]
+    PayloadTooLarge {
+        /// The encoded size.
+        size: usize,
+        /// The server's limit.
+        max: usize,
+    },
+    /// The remote has left the cluster (coordinated shutdown) or its
+    /// connection is closed.
+    #[error("the remote is closed")]
+    Closed,
+    /// The NATS client failed (subscribing).
+    #[error("NATS: {0}")]
+    Nats(String),
+}
+
+/// A remote ask failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RemoteAskError {
+    /// Nobody serves the name: no node exposes it (NATS no-responders).
+    /// Reported at once, not after the timeout.
+    #[error("no node serves `{0}`")]
+    NoResponders(String),
+    /// No reply within the timeout.
+    #[error("no reply within {0:?}")]
+    Timeout(Duration),
+    /// The request was not sent.
+    #[error(transparent)]
+    Send(RemoteError),
+    /// The reply came but could not be decoded as the expected type.
+    #[error("the reply could not be decoded: {0}")]
+    Decode(String),
+    /// The responding node could not deliver the request or send the reply
+    /// (the request could not be decoded there, or the reply could not be
+    /// encoded); the reason is the responder's.
+    #[error("the responder failed: {0}")]
+    Remote(String),
+    /// The request reached the actor, which dropped the reply without
+    /// sending it (or terminated before handling it), or this remote
+    /// closed while waiting.
+    #[error("the request was dropped without a reply")]
+    NoReply,
+}

@@ -1,0 +1,125 @@
+//! proscenium-remote: actors across machines, on NATS.
+//!
+//! A node is an [`ActorSystem`](proscenium::ActorSystem) connected to a
+//! NATS server with [`Remote::connect`]. It makes local actors reachable
+//! under names ([`Remote::expose`], or [`Remote::expose_group`] for a pool
+//! spread over nodes), and reaches the names exposed anywhere in the
+//! cluster through a [`RemoteRef`] (`tell`, `ask`), which can stand in for
+//! a local `ActorRef` ([`RemoteRef::to_actor_ref`]). Messages are
+//! `Serialize + DeserializeOwned` (serde), encoded with postcard; the
+//! reply half of an ask is a [`RemoteReply`], which travels inside the
+//! message. Nodes watch each other's exposed actors ([`Remote::watch`]),
+//! and a node leaves in order with the system's coordinated shutdown
+//! ([`Remote::add_to_coordinated_shutdown`]).
+//!
+//! # Subjects
+//!
+//! Everything lives under the cluster's name `C`:
+//!
+//! | subject | what |
+//! |---|---|
+//! | `C.actor.<name>` | messages to the actor exposed as `<name>` (a queue group for [`Remote::expose_group`]) |
+//! | `C.where.<name>` | answered by the node exposing `<name>` (watches find the node with it) |
+//! | `C.terminated.<name>` | published when an exposed actor terminates or its node leaves |
+//! | `C.node.<node>.join` / `.hb` / `.leave` | a node's arrival, heartbeat, and departure |
+//! | `_INBOX.<id>.inbox.<n>` | replies to this node's asks |
+//!
+//! # Delivery guarantees
+//!
+//! These are Akka remoting's, on NATS core (no JetStream):
+//!
+//! * **At most once.** A message is delivered once or not at all: NATS
+//!   core does not store or resend, so a message to a name nobody exposes,
+//!   or sent while a connection is down, is lost. Nothing is delivered
+//!   twice.
+//! * **Per-sender order.** Messages from one node to one name arrive in
+//!   the order they were sent: the node publishes everything (tells, asks,
+//!   replies) from one queue in order, NATS keeps the order of one
+//!   connection's messages on a subject, and the receiving node tells them
+//!   to the actor in arrival order. As with local refs, no order holds
+//!   between different senders.
+//! * **Asks fail fast or on time.** An ask to a name that no node exposes
+//!   fails at once with [`RemoteAskError::NoResponders`] (NATS's
+//!   no-responders status); one that is not answered in time fails with
+//!   [`RemoteAskError::Timeout`]; a reply the actor drops fails it with
+//!   [`RemoteAskError::NoReply`] at once.
+//! * **Bad input is a dead letter, never a panic.** A message the
+//!   receiving node cannot decode as the exposed actor's type (another
+//!   type, corrupt bytes, a panicking `Deserialize`) is a dead letter
+//!   there (an [`UndecodableMessage`] with the reason, counted and
+//!   published on the event stream like every dead letter); an asker
+//!   gets [`RemoteAskError::Remote`] with that reason.
+//! * **Size is checked on the sender.** A message over the server's
+//!   `max_payload` (1 MiB by default) is refused by `tell`/`ask` with
+//!   [`RemoteError::PayloadTooLarge`]; nothing is sent (the server would
+//!   otherwise close the connection).
+//! * **Interest takes time to spread.** Within one NATS server an expose is
+//!   live when `expose` returns; across a NATS cluster's routes the
+//!   subscription reaches the other servers shortly after, and an ask in
+//!   between sees no responders.
+//!
+//! # Death watch
+//!
+//! [`Remote::watch`] delivers a message once, when the watched actor
+//! terminates, when its node leaves, or when its node sends no heartbeat
+//! for `failure_detector_timeout` (a node publishes one every
+//! `heartbeat_interval`): a killed process or a lost network gives its
+//! watchers their Terminated within the timeout. A node restarted under
+//! the same name is a new incarnation: the watches of the old one fire as
+//! soon as the new one is heard from.
+//!
+//! # Runtime
+//!
+//! The NATS client (async-nats) runs on tokio: each [`Remote`] owns a
+//! small tokio runtime of one worker thread, so the engine needs no tokio
+//! and users with no tokio of their own need nothing. [`RemoteAsk`] is a
+//! plain future: await it anywhere (on the engine's workers too) or pipe
+//! it to an actor.
+//!
+//! ```no_run
+//! use proscenium::prelude::*;
+//! use proscenium_remote::{Remote, RemoteReply, RemoteSettings};
+//! use serde::{Deserialize, Serialize};
+//! use std::time::Duration;
+//!
+//! #[derive(Serialize, Deserialize)]
+//! enum Cmd { Add(u64), Get(RemoteReply<u64>) }
+//! struct Counter(u64);
+//! impl Actor for Counter {
+//!     type Msg = Cmd;
+//!     fn receive(&mut self, _: &mut Context<Self>, msg: Cmd) -> Outcome {
+//!         match msg {
+//!             Cmd::Add(n) => self.0 += n,
+//!             Cmd::Get(reply) => reply.send(self.0),
+//!         }
+//!         Ok(())
+//!     }
+//! }
+//!
+//! let system = ActorSystem::new("shop")?;
+//! let remote = Remote::connect(&system, RemoteSettings::new("nats://127.0.0.1:4222", "shop", "a"))?;
+//! remote.add_to_coordinated_shutdown()?;
+//! let counter = system.spawn(Props::new(|| Counter(0)), "counter")?;
+//! remote.expose(&counter, "counter")?;
+//!
+//! // On any node of the cluster "shop":
+//! let counter = remote.actor_ref::<Cmd>("counter")?;
+//! counter.tell(Cmd::Add(2))?;
+//! assert_eq!(counter.ask(Cmd::Get, Duration::from_secs(1)).wait()?, 2);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![deny(missing_docs)]
+
+mod codec;
+mod error;
+mod remote;
+mod remote_ref;
+mod settings;
+
+pub use crate::codec::RemoteReply;
+pub use crate::error::{ConnectError, RemoteAskError, RemoteError};
+pub use crate::remote::{
+    Remote, RemoteTerminated, RemoteWatch, TerminatedReason, UndecodableMessage,
+};
+pub use crate::remote_ref::{RemoteAsk, RemoteRef};
+pub use crate::settings::{ConfigError, RemoteSettings};

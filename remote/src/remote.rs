@@ -1,0 +1,1149 @@
+//! [`Remote`]: one node's connection to the cluster, what it exposes, its
+//! watches, and its part in the coordinated shutdown.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use async_nats::{HeaderMap, Message, StatusCode, Subscriber};
+use bytes::Bytes;
+use futures_util::StreamExt;
+use proscenium::{Actor, ActorRef, ActorSystem, Context, Outcome, Phase, Props, TaskError};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use tokio::sync::{mpsc as tmpsc, oneshot, Notify};
+
+use crate::codec::decode;
+use crate::error::{ConnectError, RemoteError};
+use crate::remote_ref::RemoteRef;
+use crate::settings::{is_token, RemoteSettings};
+
+/// The header that carries a responder's failure back to an asker.
+pub(crate) const ERROR_HEADER: &str = "Proscenium-Error";
+
+/// A message from another node that could not be decoded as the exposed
+/// actor's message type; it is a dead letter on the receiving node
+/// (recipient: the exposed actor), with the reason.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct UndecodableMessage {
+    /// The exposed name it was sent to.
+    pub name: String,
+    /// Why it could not be decoded.
+    pub reason: String,
+    /// The bytes received.
+    pub payload: Bytes,
+}
+
+/// What a watcher learns when a watched remote actor is gone: see
+/// [`Remote::watch`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RemoteTerminated {
+    /// The exposed name watched.
+    pub name: String,
+    /// The node that exposed it, if it was found.
+    pub node: Option<String>,
+    /// Why the watch fired.
+    pub reason: TerminatedReason,
+}
+
+/// Why a remote watch fired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TerminatedReason {
+    /// The actor terminated (its node said so).
+    Stopped,
+    /// Its node left the cluster (coordinated shutdown).
+    NodeLeft,
+    /// Its node sent no heartbeat within the failure-detector timeout (or
+    /// did not answer where the actor is): taken as gone, as Akka's
+    /// watch takes an unreachable node.
+    NodeUnreachable,
+    /// No node exposes the name (with [`Remote::expose`]) at watch time.
+    NotFound,
+}
+
+/// An outbound command: published in submission order by one task, which
+/// gives per-sender order across tells, asks and replies.
+pub(crate) enum Out {
+    Publish {
+        subject: String,
+        reply: Option<String>,
+        headers: Option<HeaderMap>,
+        payload: Bytes,
+    },
+}
+
+impl Out {
+    pub(crate) fn publish(subject: String, reply: Option<String>, payload: Bytes) -> Out {
+        Out::Publish {
+            subject,
+            reply,
+            headers: None,
+            payload,
+        }
+    }
+
+    pub(crate) fn error(subject: String, reason: &str) -> Out {
+        let mut headers = HeaderMap::new();
+        // A header value cannot hold a line break.
+        headers.insert(ERROR_HEADER, reason.replace(['\r', '\n'], " ").as_str());
+        Out::Publish {
+            subject,
+            reply: None,
+            headers: Some(headers),
+            payload: Bytes::new(),
+        }
+    }
+}
+
+/// What to do with the answer to a reply subject of this node: called
+/// once, with the message or `Err` when it is given up on.
+pub(crate) struct Pending {
+    pub(crate) deliver: Box<dyn FnOnce(Result<Message, ()>) + Send>,
+    /// For local replies: whether their asker still waits (else the
+    /// failure detector's sweep drops the entry).
+    pub(crate) alive: Option<Box<dyn Fn() -> bool + Send>>,
+}
+
+struct Watch {
+    name: String,
+    node: Option<String>,
+    /// The incarnation of the node (its connection's inbox) that answered.
+    incarnation: Option<String>,
+    fire: Box<dyn FnOnce(RemoteTerminated) + Send>,
+}
+
+/// Learns that `inc` is `node`'s current incarnation: returns the watches
+/// located on an earlier one (those actors are gone).
+fn current_incarnation(w: &mut Watches, node: &str, inc: &str) -> Vec<Watch> {
+    match w.last_seen.get_mut(node) {
+        Some((seen_inc, seen)) if seen_inc == inc => {
+            *seen = Instant::now();
+            return Vec::new();
+        }
+        _ => {}
+    }
+    w.last_seen
+        .insert(node.to_owned(), (inc.to_owned(), Instant::now()));
+    let stale: Vec<u64> = w
+        .by_id
+        .iter()
+        .filter(|(_, x)| {
+            x.node.as_deref() == Some(node) && x.incarnation.as_deref().is_some_and(|i| i != inc)
+        })
+        .map(|(id, _)| *id)
+        .collect();
+    stale.iter().filter_map(|id| w.by_id.remove(id)).collect()
+}
+
+#[derive(Default)]
+struct Watches {
+    by_id: HashMap<u64, Watch>,
+    /// When each node watched was last heard from, and its current
+    /// incarnation (a node restarted under the same name is another one).
+    last_seen: HashMap<String, (String, Instant)>,
+}
+
+struct Exposed {
+    /// Tells the serving task to drain.
+    drain: Option<oneshot::Sender<()>>,
+    /// Plain expose (watchable, announced as terminated on leave).
+    single: bool,
+}
+
+/// The node's state, shared by the handles and the tasks on the runtime.
+pub(crate) struct Shared {
+    pub(crate) client: async_nats::Client,
+    pub(crate) settings: RemoteSettings,
+    /// An engine-internal handle (it does not keep the system alive).
+    system: ActorSystem,
+    out: tmpsc::UnboundedSender<Out>,
+    inbox: String,
+    next_id: AtomicU64,
+    pending: Mutex<HashMap<u64, Pending>>,
+    watches: Mutex<Watches>,
+    exposed: Mutex<HashMap<String, Exposed>>,
+    /// Serving tasks still running (each notifies `served` as it ends).
+    serving: AtomicUsize,
+    served: Notify,
+    /// Replies decoded on this node and not yet sent or dropped.
+    open_replies: AtomicUsize,
+    replies_settled: Notify,
+    /// Set once the node has left: sends fail with `Closed`.
+    left: AtomicBool,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Shared {
+    pub(crate) fn subject(&self, kind: &str, name: &str) -> String {
+        format!("{}.{kind}.{name}", self.settings.cluster)
+    }
+
+    pub(crate) fn max_payload(&self) -> usize {
+        self.client.server_info().max_payload
+    }
+
+    pub(crate) fn send_out(&self, out: Out) {
+        // Fails only once the runtime is gone: nothing can be sent then.
+        let _ = self.out.send(out);
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        // Acquire: pairs with the Release store in `leave`.
+        self.left.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn new_reply_subject(&self) -> (u64, String) {
+        // Relaxed: only uniqueness matters.
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        (id, self.reply_subject_of(id))
+    }
+
+    /// A round trip through the server: a message to this node's own
+    /// inbox, published after everything sent so far, comes back. The
+    /// server handles a connection's operations in order, so once it is
+    /// back, every subscription made before is registered there.
+    /// (async-nats's `flush` only waits until the bytes are written.)
+    pub(crate) async fn round_trip(&self) -> Result<(), String> {
+        let (id, subject) = self.new_reply_subject();
+        let (tx, rx) = oneshot::channel();
+        self.put_pending(
+            id,
+            Pending {
+                deliver: Box::new(move |outcome| {
+                    let _ = tx.send(outcome.is_ok());
+                }),
+                alive: None,
+            },
+        );
+        self.send_out(Out::publish(subject, None, Bytes::new()));
+        match tokio::time::timeout(self.settings.connect_timeout, rx).await {
+            Ok(Ok(true)) => Ok(()),
+            _ => {
+                self.take_pending(id);
+                Err(format!(
+                    "no round trip through the server within {:?}",
+                    self.settings.connect_timeout
+                ))
+            }
+        }
+    }
+
+    pub(crate) fn reply_subject_of(&self, id: u64) -> String {
+        format!("{}.{id}", self.inbox)
+    }
+
+    pub(crate) fn put_pending(&self, id: u64, pending: Pending) {
+        lock(&self.pending).insert(id, pending);
+    }
+
+    pub(crate) fn take_pending(&self, id: u64) -> Option<Pending> {
+        lock(&self.pending).remove(&id)
+    }
+
+    pub(crate) fn reply_armed(&self) {
+        // Relaxed: a count; `reply_settled`'s notify carries the wake-up.
+        self.open_replies.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn reply_settled(&self) {
+        // AcqRel: the waiter in `close` reads the count after the notify.
+        if self.open_replies.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.replies_settled.notify_waiters();
+        }
+    }
+
+    pub(crate) fn dead_letter<T: std::any::Any + Send>(
+        &self,
+        recipient: Option<proscenium::ActorId>,
+        message: T,
+    ) {
+        self.system.publish_dead_letter(recipient, message);
+    }
+
+    fn fire(&self, watch: Watch, reason: TerminatedReason) {
+        (watch.fire)(RemoteTerminated {
+            name: watch.name,
+            node: watch.node,
+            reason,
+        });
+    }
+
+    /// Fires (and removes) every watch matching `pick`.
+    fn fire_where(&self, reason: TerminatedReason, pick: impl Fn(&Watch) -> bool) {
+        let fired: Vec<Watch> = {
+            let mut w = lock(&self.watches);
+            let ids: Vec<u64> = w
+                .by_id
+                .iter()
+                .filter(|(_, watch)| pick(watch))
+                .map(|(id, _)| *id)
+                .collect();
+            ids.iter().filter_map(|id| w.by_id.remove(id)).collect()
+        };
+        for watch in fired {
+            self.fire(watch, reason);
+        }
+    }
+}
+
+/// One node of a proscenium cluster on NATS: exposes local actors under
+/// names, hands out [`RemoteRef`]s to names exposed anywhere in the
+/// cluster, watches them, and leaves in order with the coordinated
+/// shutdown. Cheap to clone; see the crate docs for the semantics.
+///
+/// It owns a small tokio runtime (one worker thread) for the NATS client;
+/// dropping the last handle (with every `RemoteRef` made from it) stops
+/// the runtime, which closes the connection without the goodbyes of
+/// [`add_to_coordinated_shutdown`](Self::add_to_coordinated_shutdown).
+#[derive(Clone)]
+pub struct Remote {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) handle: tokio::runtime::Handle,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let Some(rt) = self.runtime.take() {
+            if tokio::runtime::Handle::try_current().is_ok() {
+                // Inside a runtime blocking panics: stop in the background.
+                rt.shutdown_background();
+            } else {
+                // Stop the tasks now, so the actor refs they hold are
+                // released before this returns.
+                rt.shutdown_timeout(Duration::from_secs(5));
+            }
+        }
+    }
+}
+
+/// Hands the connecting thread an engine-internal `ActorSystem` handle
+/// (a `Context`'s), then idles under `/system`.
+struct Anchor(mpsc::Sender<ActorSystem>);
+
+impl Actor for Anchor {
+    type Msg = ();
+    fn pre_start(&mut self, ctx: &mut Context<Self>) -> Outcome {
+        let _ = self.0.send(ctx.system().clone());
+        Ok(())
+    }
+    fn receive(&mut self, _: &mut Context<Self>, (): ()) -> Outcome {
+        Ok(())
+    }
+}
+
+static ANCHORS: AtomicU64 = AtomicU64::new(0);
+
+impl Remote {
+    /// Connects this node to the cluster: validates the settings, starts
+    /// the remote's runtime, connects to one of the NATS servers (within
+    /// `connect_timeout`), subscribes to the cluster's control subjects,
+    /// and announces the node (`<cluster>.node.<node>.join`), then
+    /// publishes a heartbeat every `heartbeat_interval`.
+    ///
+    /// Blocks the calling thread until connected (not on a scheduler
+    /// worker: it panics there).
+    #[track_caller]
+    pub fn connect(system: &ActorSystem, settings: RemoteSettings) -> Result<Remote, ConnectError> {
+        proscenium_scheduler::assert_not_on_worker("Remote::connect");
+        if tokio::runtime::Handle::try_current().is_ok() {
+            // Called from inside a tokio runtime, where starting and
+            // blocking on another one panics: connect from a thread of its own.
+            return std::thread::scope(|s| {
+                s.spawn(|| Remote::connect_here(system, settings))
+                    .join()
+                    .unwrap_or_else(|p| std::panic::resume_unwind(p))
+            });
+        }
+        Remote::connect_here(system, settings)
+    }
+
+    fn connect_here(
+        system: &ActorSystem,
+        settings: RemoteSettings,
+    ) -> Result<Remote, ConnectError> {
+        settings.validate()?;
+        let mut addrs = Vec::with_capacity(settings.servers.len());
+        for s in &settings.servers {
+            let addr: async_nats::ServerAddr = s.parse().map_err(|e: std::io::Error| {
+                proscenium_shutdown::ConfigError::InvalidValue {
+                    key: "remote.servers".to_owned(),
+                    message: format!("`{s}` is not a NATS server URL: {e}"),
+                }
+            })?;
+            addrs.push(addr);
+        }
+        let (tx, rx) = mpsc::channel();
+        let n = ANCHORS.fetch_add(1, Ordering::Relaxed); // Relaxed: a unique suffix.
+        system
+            .spawn_system_actor(
+                Props::new(move || Anchor(tx.clone())),
+                &format!("remote-{}-{n}", settings.node),
+            )
+            .map_err(|e| ConnectError::Start(e.to_string()))?;
+        let system = rx.recv_timeout(Duration::from_secs(30)).map_err(|_| {
+            ConnectError::Start("the system did not start the remote's actor".into())
+        })?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("proscenium-remote")
+            .enable_all()
+            .build()
+            .map_err(|e| ConnectError::Start(e.to_string()))?;
+        let servers = settings.servers.join(", ");
+        let nats_err = |message: String| ConnectError::Nats {
+            servers: servers.clone(),
+            message,
+        };
+        let client = runtime.block_on(async {
+            let options = async_nats::ConnectOptions::new()
+                .name(format!("proscenium {}/{}", settings.cluster, settings.node))
+                .connection_timeout(settings.connect_timeout)
+                .event_callback(|e| async move { tracing::info!(event = %e, "remote: NATS") });
+            match tokio::time::timeout(settings.connect_timeout, options.connect(addrs)).await {
+                Ok(Ok(client)) => Ok(client),
+                Ok(Err(e)) => Err(nats_err(e.to_string())),
+                Err(_) => Err(nats_err(format!(
+                    "timed out after {:?}",
+                    settings.connect_timeout
+                ))),
+            }
+        })?;
+        let (out_tx, out_rx) = tmpsc::unbounded_channel();
+        let inbox = format!("{}.inbox", client.new_inbox());
+        let shared = Arc::new(Shared {
+            client,
+            settings,
+            system,
+            out: out_tx,
+            inbox,
+            next_id: AtomicU64::new(0),
+            pending: Mutex::new(HashMap::new()),
+            watches: Mutex::new(Watches::default()),
+            exposed: Mutex::new(HashMap::new()),
+            serving: AtomicUsize::new(0),
+            served: Notify::new(),
+            open_replies: AtomicUsize::new(0),
+            replies_settled: Notify::new(),
+            left: AtomicBool::new(false),
+        });
+        runtime.block_on(start(&shared, out_rx)).map_err(nats_err)?;
+        let handle = runtime.handle().clone();
+        Ok(Remote {
+            inner: Arc::new(Inner {
+                shared,
+                handle,
+                runtime: Some(runtime),
+            }),
+        })
+    }
+
+    /// This node's name.
+    pub fn node(&self) -> &str {
+        &self.inner.shared.settings.node
+    }
+
+    /// The settings it connected with.
+    pub fn settings(&self) -> &RemoteSettings {
+        &self.inner.shared.settings
+    }
+
+    /// Makes `actor` reachable from every node under `name`: messages
+    /// published on `<cluster>.actor.<name>` are decoded as `M` and told
+    /// to it, in the order they arrive. A message that cannot be decoded
+    /// is a dead letter here ([`UndecodableMessage`]), and an asker gets
+    /// [`RemoteAskError::Remote`](crate::RemoteAskError::Remote) with the
+    /// reason. The name can be [watched](Self::watch) from other nodes;
+    /// when the actor terminates, the name is withdrawn and its watchers
+    /// get their Terminated.
+    ///
+    /// A name should be exposed this way by one node at a time (for a
+    /// pool over nodes, use [`expose_group`](Self::expose_group)).
+    ///
+    /// Blocks until the server has the subscription (one round trip), so
+    /// the name is live on this server when it returns; like every
+    /// blocking call of the engine it panics on a scheduler worker (expose
+    /// from the code that spawns the actor, not from inside an actor).
+    #[track_caller]
+    pub fn expose<M>(&self, actor: &ActorRef<M>, name: &str) -> Result<(), RemoteError>
+    where
+        M: Serialize + DeserializeOwned + Send + 'static,
+    {
+        self.expose_as(actor, name, false)
+    }
+
+    /// Exposes `actor` under `name` as one member of a NATS queue group:
+    /// each message to the name goes to one member of the group, on
+    /// whichever node (a pool spread over machines). Members cannot be
+    /// watched through the name. Blocks as [`expose`](Self::expose) does.
+    #[track_caller]
+    pub fn expose_group<M>(&self, actor: &ActorRef<M>, name: &str) -> Result<(), RemoteError>
+    where
+        M: Serialize + DeserializeOwned + Send + 'static,
+    {
+        self.expose_as(actor, name, true)
+    }
+
+    #[track_caller]
+    fn expose_as<M>(&self, actor: &ActorRef<M>, name: &str, group: bool) -> Result<(), RemoteError>
+    where
+        M: Serialize + DeserializeOwned + Send + 'static,
+    {
+        proscenium_scheduler::assert_not_on_worker("Remote::expose");
+        let shared = &self.inner.shared;
+        if !is_token(name) {
+            return Err(RemoteError::BadName(name.to_owned()));
+        }
+        if shared.is_closed() {
+            return Err(RemoteError::Closed);
+        }
+        let (drain_tx, drain_rx) = oneshot::channel();
+        {
+            let mut exposed = lock(&shared.exposed);
+            if exposed.contains_key(name) {
+                return Err(RemoteError::AlreadyExposed(name.to_owned()));
+            }
+            exposed.insert(
+                name.to_owned(),
+                Exposed {
+                    drain: Some(drain_tx),
+                    single: !group,
+                },
+            );
+        }
+        let subscribed = self.block_on({
+            let shared = Arc::clone(shared);
+            let name = name.to_owned();
+            async move {
+                let subject = shared.subject("actor", &name);
+                let messages = if group {
+                    shared.client.queue_subscribe(subject, name.clone()).await
+                } else {
+                    shared.client.subscribe(subject).await
+                };
+                let messages = messages.map_err(|e| RemoteError::Nats(e.to_string()))?;
+                let where_sub = if group {
+                    None
+                } else {
+                    Some(
+                        shared
+                            .client
+                            .subscribe(shared.subject("where", &name))
+                            .await
+                            .map_err(|e| RemoteError::Nats(e.to_string()))?,
+                    )
+                };
+                // Once the server has the subscriptions, the name is live.
+                shared.round_trip().await.map_err(RemoteError::Nats)?;
+                Ok::<_, RemoteError>((messages, where_sub))
+            }
+        });
+        let (messages, where_sub) = match subscribed {
+            Ok(subs) => subs,
+            Err(e) => {
+                lock(&shared.exposed).remove(name);
+                return Err(e);
+            }
+        };
+        // Relaxed: `served`'s notify carries the wake-up of the waiter.
+        shared.serving.fetch_add(1, Ordering::Relaxed);
+        self.inner.handle.spawn(serve(
+            Arc::clone(shared),
+            name.to_owned(),
+            actor.clone(),
+            messages,
+            where_sub,
+            drain_rx,
+        ));
+        Ok(())
+    }
+
+    /// A reference to whatever actor is exposed under `name`, on any node
+    /// (no check that one is: a tell to nobody is lost, an ask to nobody
+    /// fails at once with `NoResponders`).
+    pub fn actor_ref<M>(&self, name: &str) -> Result<RemoteRef<M>, RemoteError>
+    where
+        M: Serialize + DeserializeOwned + Send + 'static,
+    {
+        if !is_token(name) {
+            return Err(RemoteError::BadName(name.to_owned()));
+        }
+        Ok(RemoteRef::new(Arc::clone(&self.inner), name))
+    }
+
+    /// Watches the actor exposed under `name` (with [`expose`](Self::expose),
+    /// on any node): when it terminates, its node leaves, or its node is
+    /// silent for the failure-detector timeout, `make`'s message is told to
+    /// `watcher`, once. If no node exposes the name now, at once, with
+    /// [`TerminatedReason::NotFound`].
+    ///
+    /// As Akka's watch (seeds, akka-net-supervision): "the message will
+    /// be delivered irrespective of the order in which the monitoring
+    /// request and target's termination occur, i.e. you still get the
+    /// message even if at the time of registration the target is already
+    /// dead." A remote name that nobody exposes counts as dead.
+    pub fn watch<N: Send + 'static>(
+        &self,
+        name: &str,
+        watcher: &ActorRef<N>,
+        make: impl FnOnce(RemoteTerminated) -> N + Send + 'static,
+    ) -> Result<RemoteWatch, RemoteError> {
+        let shared = Arc::clone(&self.inner.shared);
+        if !is_token(name) {
+            return Err(RemoteError::BadName(name.to_owned()));
+        }
+        if shared.is_closed() {
+            return Err(RemoteError::Closed);
+        }
+        let (id, _) = shared.new_reply_subject();
+        let watcher = watcher.clone();
+        lock(&shared.watches).by_id.insert(
+            id,
+            Watch {
+                name: name.to_owned(),
+                node: None,
+                incarnation: None,
+                fire: Box::new(move |t| watcher.tell(make(t))),
+            },
+        );
+        // The where-request goes out through the ordered queue: it reaches
+        // the exposing node before anything this node sends after `watch`
+        // returns (and that node answers it before later messages).
+        let (rid, reply_subject) = shared.new_reply_subject();
+        let resolver = Arc::clone(&shared);
+        shared.put_pending(
+            rid,
+            Pending {
+                deliver: Box::new(move |outcome| {
+                    let outcome = match outcome {
+                        Ok(msg) if msg.status == Some(StatusCode::NO_RESPONDERS) => {
+                            Err(TerminatedReason::NotFound)
+                        }
+                        Ok(msg) if msg.status.is_none() => {
+                            Ok(String::from_utf8_lossy(&msg.payload).into_owned())
+                        }
+                        _ => Err(TerminatedReason::NodeUnreachable),
+                    };
+                    located(&resolver, id, outcome);
+                }),
+                alive: None,
+            },
+        );
+        shared.send_out(Out::publish(
+            shared.subject("where", name),
+            Some(reply_subject),
+            Bytes::new(),
+        ));
+        let timeout = shared.settings.failure_detector_timeout;
+        self.inner.handle.spawn(async move {
+            tokio::time::sleep(timeout).await;
+            if let Some(pending) = shared.take_pending(rid) {
+                (pending.deliver)(Err(()));
+            }
+        });
+        Ok(RemoteWatch {
+            shared: Arc::clone(&self.inner.shared),
+            id,
+        })
+    }
+
+    /// Puts this node's leaving into the system's coordinated shutdown:
+    ///
+    /// * `cluster-leave`: drains every exposed name (NATS drain: the
+    ///   server sends no more, the messages already received are told to
+    ///   their actors);
+    /// * `cluster-exiting`: announces the leave (watchers of this node's
+    ///   names get their Terminated, reason `NodeLeft`) and stops the
+    ///   heartbeat; sends fail with [`RemoteError::Closed`] from here on;
+    /// * `cluster-shutdown`: waits until every request received has been
+    ///   answered (or dropped), flushes, and closes the connection.
+    ///
+    /// Each within its phase's timeout.
+    pub fn add_to_coordinated_shutdown(&self) -> Result<(), proscenium::AddTaskError> {
+        let cs = self.inner.shared.system.coordinated_shutdown();
+        let (shared, handle) = (Arc::clone(&self.inner.shared), self.inner.handle.clone());
+        cs.add_task(Phase::CLUSTER_LEAVE, "remote-drain", move || {
+            on_runtime(handle.clone(), drain(shared))
+        })?;
+        let (shared, handle) = (Arc::clone(&self.inner.shared), self.inner.handle.clone());
+        cs.add_task(Phase::CLUSTER_EXITING, "remote-leave", move || {
+            on_runtime(handle, leave(shared))
+        })?;
+        let (shared, handle) = (Arc::clone(&self.inner.shared), self.inner.handle.clone());
+        cs.add_task(Phase::CLUSTER_SHUTDOWN, "remote-close", move || {
+            on_runtime(handle, close(shared))
+        })?;
+        Ok(())
+    }
+
+    fn block_on<F>(&self, f: F) -> F::Output
+    where
+        F: std::future::Future + Send,
+        F::Output: Send,
+    {
+        match tokio::runtime::Handle::try_current() {
+            // Inside some tokio runtime (not ours to block): wait from a
+            // scoped thread.
+            Ok(_) => std::thread::scope(|s| {
+                s.spawn(|| self.inner.handle.block_on(f))
+                    .join()
+                    .unwrap_or_else(|p| std::panic::resume_unwind(p))
+            }),
+            Err(_) => self.inner.handle.block_on(f),
+        }
+    }
+}
+
+impl fmt::Debug for Remote {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = &self.inner.shared.settings;
+        f.debug_struct("Remote")
+            .field("cluster", &s.cluster)
+            .field("node", &s.node)
+            .finish()
+    }
+}
+
+/// A remote watch; [`unwatch`](Self::unwatch) cancels it. Dropping it
+/// keeps the watch.
+#[derive(Debug)]
+pub struct RemoteWatch {
+    shared: Arc<Shared>,
+    id: u64,
+}
+
+impl fmt::Debug for Shared {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Shared")
+            .field("node", &self.settings.node)
+            .finish()
+    }
+}
+
+impl RemoteWatch {
+    /// Cancels the watch: no Terminated comes from it after this returns.
+    /// Returns `false` if it had already fired.
+    pub fn unwatch(self) -> bool {
+        lock(&self.shared.watches).by_id.remove(&self.id).is_some()
+    }
+}
+
+/// A watch's where-request was answered (with the node) or failed.
+fn located(shared: &Shared, id: u64, outcome: Result<String, TerminatedReason>) {
+    let (fire, stale) = {
+        let mut w = lock(&shared.watches);
+        match outcome {
+            Ok(answer) => {
+                // "<node> <incarnation>"
+                let (node, inc) = answer.split_once(' ').unwrap_or((answer.as_str(), ""));
+                let stale = current_incarnation(&mut w, node, inc);
+                if let Some(watch) = w.by_id.get_mut(&id) {
+                    watch.node = Some(node.to_owned());
+                    watch.incarnation = Some(inc.to_owned());
+                }
+                (None, stale)
+            }
+            Err(reason) => (w.by_id.remove(&id).map(|watch| (watch, reason)), Vec::new()),
+        }
+    };
+    if let Some((watch, reason)) = fire {
+        shared.fire(watch, reason);
+    }
+    for watch in stale {
+        shared.fire(watch, TerminatedReason::NodeUnreachable);
+    }
+}
+
+/// Runs `f` on the remote's runtime; the shutdown task awaits its end.
+fn on_runtime<F>(
+    handle: tokio::runtime::Handle,
+    f: F,
+) -> impl std::future::Future<Output = Result<(), TaskError>> + Send + 'static
+where
+    F: std::future::Future<Output = Result<(), String>> + Send + 'static,
+{
+    let task = handle.spawn(f);
+    async move {
+        match task.await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(TaskError::from(e)),
+            // The runtime is gone (the Remote was dropped): nothing left to do.
+            Err(_) => Ok(()),
+        }
+    }
+}
+
+async fn drain(shared: Arc<Shared>) -> Result<(), String> {
+    let signals: Vec<oneshot::Sender<()>> = lock(&shared.exposed)
+        .values_mut()
+        .filter_map(|e| e.drain.take())
+        .collect();
+    for s in signals {
+        let _ = s.send(());
+    }
+    loop {
+        let notified = shared.served.notified();
+        // Relaxed: read after registering for the notify (which the last
+        // task sends after its decrement), so no wake-up is missed.
+        if shared.serving.load(Ordering::Relaxed) == 0 {
+            break;
+        }
+        notified.await;
+    }
+    tracing::info!(node = %shared.settings.node, "remote: exposed names drained");
+    Ok(())
+}
+
+async fn leave(shared: Arc<Shared>) -> Result<(), String> {
+    // Release: pairs with `is_closed`'s Acquire.
+    shared.left.store(true, Ordering::Release);
+    let names: Vec<String> = lock(&shared.exposed)
+        .iter()
+        .filter(|(_, e)| e.single)
+        .map(|(n, _)| n.clone())
+        .collect();
+    for name in names {
+        shared.send_out(Out::publish(
+            shared.subject("terminated", &name),
+            None,
+            Bytes::from(shared.settings.node.clone()),
+        ));
+    }
+    let node = &shared.settings.node;
+    shared.send_out(Out::publish(
+        format!("{}.node.{node}.leave", shared.settings.cluster),
+        None,
+        Bytes::new(),
+    ));
+    flush(&shared).await;
+    tracing::info!(node = %node, "remote: left the cluster");
+    Ok(())
+}
+
+async fn close(shared: Arc<Shared>) -> Result<(), String> {
+    loop {
+        let notified = shared.replies_settled.notified();
+        // Acquire: pairs with `reply_settled`'s AcqRel decrement.
+        if shared.open_replies.load(Ordering::Acquire) == 0 {
+            break;
+        }
+        notified.await;
+    }
+    flush(&shared).await;
+    shared.client.drain().await.map_err(|e| e.to_string())?;
+    tracing::info!(node = %shared.settings.node, "remote: connection closed");
+    Ok(())
+}
+
+/// Waits until everything queued so far has reached the server (and been
+/// handled there).
+async fn flush(shared: &Shared) {
+    if let Err(e) = shared.round_trip().await {
+        tracing::warn!(error = %e, "remote: flush");
+    }
+}
+
+/// Subscribes to the inbox and the control subjects, announces the node,
+/// starts the outbound, inbox, control and heartbeat tasks.
+async fn start(shared: &Arc<Shared>, out_rx: tmpsc::UnboundedReceiver<Out>) -> Result<(), String> {
+    let c = &shared.settings.cluster;
+    let client = &shared.client;
+    let e = |e: async_nats::SubscribeError| e.to_string();
+    let inbox = client
+        .subscribe(format!("{}.*", shared.inbox))
+        .await
+        .map_err(e)?;
+    let terminated = client
+        .subscribe(format!("{c}.terminated.*"))
+        .await
+        .map_err(e)?;
+    let heartbeats = client
+        .subscribe(format!("{c}.node.*.hb"))
+        .await
+        .map_err(e)?;
+    let leaves = client
+        .subscribe(format!("{c}.node.*.leave"))
+        .await
+        .map_err(e)?;
+    client
+        .publish(
+            format!("{c}.node.{}.join", shared.settings.node),
+            Bytes::new(),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    tokio::spawn(outbound(shared.client.clone(), out_rx));
+    tokio::spawn(inbox_task(Arc::clone(shared), inbox));
+    tokio::spawn(control(
+        Arc::clone(shared),
+        futures_util::stream::select(futures_util::stream::select(terminated, heartbeats), leaves),
+    ));
+    tokio::spawn(heartbeat(Arc::clone(shared)));
+    // The control subscriptions are live once this returns.
+    shared.round_trip().await
+}
+
+async fn outbound(client: async_nats::Client, mut rx: tmpsc::UnboundedReceiver<Out>) {
+    while let Some(out) = rx.recv().await {
+        let sent = match out {
+            Out::Publish {
+                subject,
+                reply,
+                headers,
+                payload,
+            } => match (reply, headers) {
+                (None, None) => client.publish(subject, payload).await,
+                (Some(r), None) => client.publish_with_reply(subject, r, payload).await,
+                (None, Some(h)) => client.publish_with_headers(subject, h, payload).await,
+                (Some(r), Some(h)) => {
+                    client
+                        .publish_with_reply_and_headers(subject, r, h, payload)
+                        .await
+                }
+            },
+        };
+        if let Err(e) = sent {
+            tracing::debug!(error = %e, "remote: a publish failed");
+        }
+    }
+}
+
+async fn inbox_task(shared: Arc<Shared>, mut inbox: Subscriber) {
+    let prefix_len = shared.inbox.len() + 1;
+    while let Some(msg) = inbox.next().await {
+        let id = msg
+            .subject
+            .get(prefix_len..)
+            .and_then(|s| s.parse::<u64>().ok());
+        if let Some(pending) = id.and_then(|id| shared.take_pending(id)) {
+            (pending.deliver)(Ok(msg));
+        }
+    }
+}
+
+async fn control(
+    shared: Arc<Shared>,
+    mut messages: impl futures_util::Stream<Item = Message> + Unpin,
+) {
+    let c = &shared.settings.cluster;
+    let terminated = format!("{c}.terminated.");
+    let node_prefix = format!("{c}.node.");
+    while let Some(msg) = messages.next().await {
+        let subject = msg.subject.as_str();
+        if let Some(name) = subject.strip_prefix(&terminated) {
+            // Only watches of the name on that node (or not located yet).
+            let node = String::from_utf8_lossy(&msg.payload);
+            shared.fire_where(TerminatedReason::Stopped, |w| {
+                w.name == name && w.node.as_deref().is_none_or(|n| n == node)
+            });
+        } else if let Some(rest) = subject.strip_prefix(&node_prefix) {
+            if let Some(node) = rest.strip_suffix(".hb") {
+                let inc = String::from_utf8_lossy(&msg.payload);
+                let stale = {
+                    let mut w = lock(&shared.watches);
+                    if w.last_seen.contains_key(node) {
+                        current_incarnation(&mut w, node, &inc)
+                    } else {
+                        Vec::new()
+                    }
+                };
+                for watch in stale {
+                    shared.fire(watch, TerminatedReason::NodeUnreachable);
+                }
+            } else if let Some(node) = rest.strip_suffix(".leave") {
+                shared.fire_where(TerminatedReason::NodeLeft, |w| {
+                    w.node.as_deref() == Some(node)
+                });
+                lock(&shared.watches).last_seen.remove(node);
+            }
+        }
+    }
+}
+
+/// Publishes this node's heartbeat, and runs the failure detector and the
+/// sweep of abandoned local replies, every heartbeat interval.
+async fn heartbeat(shared: Arc<Shared>) {
+    let every = shared.settings.heartbeat_interval;
+    let timeout = shared.settings.failure_detector_timeout;
+    let subject = format!(
+        "{}.node.{}.hb",
+        shared.settings.cluster, shared.settings.node
+    );
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if !shared.is_closed() {
+            shared.send_out(Out::publish(
+                subject.clone(),
+                None,
+                Bytes::from(shared.inbox.clone()),
+            ));
+        }
+        let now = Instant::now();
+        let lost: Vec<String> = {
+            let mut w = lock(&shared.watches);
+            let lost: Vec<String> = w
+                .last_seen
+                .iter()
+                .filter(|(_, (_, seen))| now.duration_since(*seen) > timeout)
+                .map(|(n, _)| n.clone())
+                .collect();
+            for n in &lost {
+                w.last_seen.remove(n);
+            }
+            lost
+        };
+        for node in lost {
+            shared.fire_where(TerminatedReason::NodeUnreachable, |w| {
+                w.node.as_deref() == Some(node.as_str())
+            });
+        }
+        let abandoned: Vec<Pending> = {
+            let mut p = lock(&shared.pending);
+            let ids: Vec<u64> = p
+                .iter()
+                .filter(|(_, e)| e.alive.as_ref().is_some_and(|alive| !alive()))
+                .map(|(id, _)| *id)
+                .collect();
+            ids.iter().filter_map(|id| p.remove(id)).collect()
+        };
+        for pending in abandoned {
+            (pending.deliver)(Err(()));
+        }
+    }
+}
+
+/// Serves one exposed name: tells each decoded message to the actor,
+/// answers where-requests, ends when the actor terminates (announcing it)
+/// or when drained.
+async fn serve<M>(
+    shared: Arc<Shared>,
+    name: String,
+    actor: ActorRef<M>,
+    mut messages: Subscriber,
+    mut where_sub: Option<Subscriber>,
+    mut drain_rx: oneshot::Receiver<()>,
+) where
+    M: Serialize + DeserializeOwned + Send + 'static,
+{
+    let mut terminated = actor.when_terminated();
+    let mut draining = false;
+    loop {
+        tokio::select! {
+            biased;
+            _ = &mut terminated, if !draining => {
+                // Only a plain expose is watchable (a group member's end
+                // is not the name's).
+                if where_sub.is_some() {
+                    shared.send_out(Out::publish(
+                        shared.subject("terminated", &name),
+                        None,
+                        Bytes::from(shared.settings.node.clone()),
+                    ));
+                }
+                break;
+            }
+            _ = &mut drain_rx, if !draining => {
+                draining = true;
+                if let Some(w) = where_sub.as_mut() {
+                    let _ = w.drain().await;
+                }
+                if messages.drain().await.is_err() {
+                    break;
+                }
+            }
+            // Before the messages: a where-request sent before a message
+            // is answered before the message is delivered (the client
+            // hands each subscription its messages in the connection's
+            // order), so the watcher knows the node first.
+            Some(ask) = next_where(&mut where_sub) => {
+                if let Some(reply) = ask.reply {
+                    shared.send_out(Out::publish(
+                        reply.to_string(),
+                        None,
+                        Bytes::from(format!("{} {}", shared.settings.node, shared.inbox)),
+                    ));
+                }
+            }
+            msg = messages.next() => match msg {
+                Some(msg) => deliver(&shared, &name, &actor, msg),
+                None => break,
+            },
+        }
+    }
+    // Withdraw the name (dropping the subscriptions unsubscribes).
+    drop(messages);
+    drop(where_sub);
+    if !draining {
+        lock(&shared.exposed).remove(&name);
+    }
+    // Relaxed: the notify below carries the wake-up; `drain` re-reads
+    // after registering.
+    shared.serving.fetch_sub(1, Ordering::Relaxed);
+    shared.served.notify_waiters();
+}
+
+async fn next_where(sub: &mut Option<Subscriber>) -> Option<Message> {
+    match sub {
+        Some(s) => s.next().await,
+        None => std::future::pending().await,
+    }
+}
+
+fn deliver<M>(shared: &Arc<Shared>, name: &str, actor: &ActorRef<M>, msg: Message)
+where
+    M: Serialize + DeserializeOwned + Send + 'static,
+{
+    match decode::<M>(shared, &msg.payload) {
+        Ok(m) => actor.tell(m),
+        Err(reason) => {
+            tracing::warn!(name, %reason, "remote: a message could not be decoded");
+            if let Some(reply) = &msg.reply {
+                shared.send_out(Out::error(
+                    reply.to_string(),
+                    &format!("undecodable: {reason}"),
+                ));
+            }
+            shared.dead_letter(
+                Some(actor.id()),
+                UndecodableMessage {
+                    name: name.to_owned(),
+                    reason,
+                    payload: msg.payload,
+                },
+            );
+        }
+    }
+}
+
+/// The answer to an ask, as the asker sees it.
+pub(crate) fn answer<R: DeserializeOwned>(
+    shared: &Arc<Shared>,
+    name: &str,
+    msg: Message,
+) -> Result<R, crate::RemoteAskError> {
+    use crate::RemoteAskError as E;
+    if msg.status == Some(StatusCode::NO_RESPONDERS) {
+        return Err(E::NoResponders(name.to_owned()));
+    }
+    if let Some(reason) = msg.headers.as_ref().and_then(|h| h.get(ERROR_HEADER)) {
+        return Err(match reason.as_str() {
+            "dropped" => E::NoReply,
+            other => E::Remote(other.to_owned()),
+        });
+    }
+    decode::<R>(shared, &msg.payload).map_err(E::Decode)
+}

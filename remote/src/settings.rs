@@ -1,0 +1,314 @@
+//! [`RemoteSettings`]: where NATS is, which cluster, which node; in code
+//! or from the `[remote]` table of a TOML file.
+
+use std::path::Path;
+use std::time::Duration;
+
+pub use proscenium_shutdown::ConfigError;
+
+/// How a node joins: the NATS servers to connect to, the cluster (the
+/// subject prefix every node of one application shares) and this node's
+/// name (unique in the cluster), plus the failure detector's timing.
+///
+/// ```
+/// use proscenium_remote::RemoteSettings;
+/// use std::time::Duration;
+///
+/// let in_code = RemoteSettings::new("nats://127.0.0.1:4222", "shop", "node-a")
+///     .failure_detector(Duration::from_millis(500), Duration::from_secs(3));
+/// let from_toml = RemoteSettings::from_toml_str(r#"
+///     [remote]
+///     servers = ["nats://127.0.0.1:4222"]
+///     cluster = "shop"
+///     node = "node-a"
+///     heartbeat-interval = "500ms"
+///     failure-detector-timeout = "3s"
+/// "#)?;
+/// assert_eq!(in_code, from_toml);
+///
+/// let bad = RemoteSettings::from_toml_str("[remote]\nservers = []\ncluster = \"shop\"\nnode = \"a\"\nnod = 1");
+/// assert_eq!(bad.unwrap_err().to_string(), "unknown key `remote.nod`");
+/// # Ok::<(), proscenium_remote::ConfigError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RemoteSettings {
+    /// NATS server URLs (`nats://host:port`); the client picks one and
+    /// fails over to the others (and to the servers the cluster gossips).
+    pub servers: Vec<String>,
+    /// The cluster's name: the first token of every subject this node uses.
+    pub cluster: String,
+    /// This node's name, unique in the cluster.
+    pub node: String,
+    /// How often the node publishes its heartbeat (default 1 s).
+    pub heartbeat_interval: Duration,
+    /// A watched node silent for this long is taken as gone: its watchers
+    /// get their Terminated (default 5 s; more than a few heartbeats).
+    pub failure_detector_timeout: Duration,
+    /// How long `connect` tries to reach a server (default 5 s).
+    pub connect_timeout: Duration,
+}
+
+impl RemoteSettings {
+    /// Settings with one server URL (add more with
+    /// [`server`](Self::server)) and the default timing.
+    pub fn new(
+        server: impl Into<String>,
+        cluster: impl Into<String>,
+        node: impl Into<String>,
+    ) -> RemoteSettings {
+        RemoteSettings {
+            servers: vec![server.into()],
+            cluster: cluster.into(),
+            node: node.into(),
+            heartbeat_interval: Duration::from_secs(1),
+            failure_detector_timeout: Duration::from_secs(5),
+            connect_timeout: Duration::from_secs(5),
+        }
+    }
+
+    /// Adds a server URL.
+    pub fn server(mut self, url: impl Into<String>) -> RemoteSettings {
+        self.servers.push(url.into());
+        self
+    }
+
+    /// Sets the heartbeat interval and the failure-detector timeout.
+    pub fn failure_detector(mut self, heartbeat: Duration, timeout: Duration) -> RemoteSettings {
+        self.heartbeat_interval = heartbeat;
+        self.failure_detector_timeout = timeout;
+        self
+    }
+
+    /// Sets how long `connect` tries to reach a server.
+    pub fn connect_timeout(mut self, timeout: Duration) -> RemoteSettings {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// Reads the `[remote]` table of a TOML document: `servers` (an array
+    /// of URLs, or one string), `cluster`, `node` (required),
+    /// `heartbeat-interval`, `failure-detector-timeout`, `connect-timeout`
+    /// (durations: `"500ms"`, `"3s"`, `"1m"`, or an integer of
+    /// milliseconds). Other tables are left alone; an unknown key or a bad
+    /// value is an error naming the key, such as `remote.node`.
+    pub fn from_toml_str(text: &str) -> Result<RemoteSettings, ConfigError> {
+        let doc: toml::Table = text
+            .parse()
+            .map_err(|e: toml::de::Error| ConfigError::Parse(e.message().to_owned()))?;
+        let section = doc
+            .get("remote")
+            .ok_or_else(|| invalid("remote", "a [remote] table"))?
+            .as_table()
+            .ok_or_else(|| invalid("remote", "a table"))?;
+        let mut servers = None;
+        let mut cluster = None;
+        let mut node = None;
+        let mut out = RemoteSettings::new("", "", "");
+        for (key, value) in section {
+            let full = format!("remote.{key}");
+            match key.as_str() {
+                "servers" => servers = Some(string_list(value, &full)?),
+                "cluster" => cluster = Some(token(value, &full)?),
+                "node" => node = Some(token(value, &full)?),
+                "heartbeat-interval" => out.heartbeat_interval = duration(value, &full)?,
+                "failure-detector-timeout" => {
+                    out.failure_detector_timeout = duration(value, &full)?
+                }
+                "connect-timeout" => out.connect_timeout = duration(value, &full)?,
+                _ => return Err(ConfigError::UnknownKey { key: full }),
+            }
+        }
+        out.servers = servers.ok_or_else(|| missing("remote.servers"))?;
+        out.cluster = cluster.ok_or_else(|| missing("remote.cluster"))?;
+        out.node = node.ok_or_else(|| missing("remote.node"))?;
+        Ok(out)
+    }
+
+    /// [`from_toml_str`](Self::from_toml_str) on a file's contents.
+    pub fn from_toml_file(path: impl AsRef<Path>) -> Result<RemoteSettings, ConfigError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Io {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?;
+        RemoteSettings::from_toml_str(&text)
+    }
+
+    /// Checks the names and the timing (`connect` calls it).
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.servers.is_empty() {
+            return Err(invalid("remote.servers", "at least one server URL"));
+        }
+        check_token(&self.cluster, "remote.cluster")?;
+        check_token(&self.node, "remote.node")?;
+        if self.heartbeat_interval.is_zero() {
+            return Err(invalid("remote.heartbeat-interval", "a positive duration"));
+        }
+        if self.failure_detector_timeout <= self.heartbeat_interval {
+            return Err(invalid(
+                "remote.failure-detector-timeout",
+                "a duration longer than heartbeat-interval",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Whether `name` can be one token of a NATS subject: not empty, none of
+/// `.`, `*`, `>` or whitespace.
+pub(crate) fn is_token(name: &str) -> bool {
+    !name.is_empty()
+        && !name
+            .chars()
+            .any(|c| c == '.' || c == '*' || c == '>' || c.is_whitespace())
+}
+
+fn check_token(name: &str, key: &str) -> Result<(), ConfigError> {
+    if is_token(name) {
+        Ok(())
+    } else {
+        Err(invalid(key, TOKEN))
+    }
+}
+
+const TOKEN: &str = "a non-empty name without '.', '*', '>' or whitespace";
+
+fn invalid(key: &str, expected: &str) -> ConfigError {
+    ConfigError::InvalidValue {
+        key: key.to_owned(),
+        message: format!("expected {expected}"),
+    }
+}
+
+fn missing(key: &str) -> ConfigError {
+    ConfigError::InvalidValue {
+        key: key.to_owned(),
+        message: "required".to_owned(),
+    }
+}
+
+fn token(value: &toml::Value, key: &str) -> Result<String, ConfigError> {
+    match value.as_str() {
+        Some(s) if is_token(s) => Ok(s.to_owned()),
+        _ => Err(invalid(key, TOKEN)),
+    }
+}
+
+fn string_list(value: &toml::Value, key: &str) -> Result<Vec<String>, ConfigError> {
+    const EXPECTED: &str = "a server URL or a non-empty array of them";
+    let list = match value {
+        toml::Value::String(s) => vec![s.clone()],
+        toml::Value::Array(items) => items
+            .iter()
+            .map(|v| v.as_str().map(str::to_owned))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| invalid(key, EXPECTED))?,
+        _ => return Err(invalid(key, EXPECTED)),
+    };
+    if list.is_empty() || list.iter().any(|s| s.trim().is_empty()) {
+        return Err(invalid(key, EXPECTED));
+    }
+    Ok(list)
+}
+
+fn duration(value: &toml::Value, key: &str) -> Result<Duration, ConfigError> {
+    const EXPECTED: &str =
+        "a positive duration: an integer of milliseconds, or a string such as \"500ms\", \"3s\", \"1m\"";
+    let d = match value {
+        toml::Value::Integer(n) => u64::try_from(*n).ok().map(Duration::from_millis),
+        toml::Value::String(s) => {
+            let s = s.trim();
+            let digits = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+            let (number, unit) = s.split_at(digits);
+            number.parse::<u64>().ok().and_then(|n| match unit.trim() {
+                "ms" => Some(Duration::from_millis(n)),
+                "s" => Some(Duration::from_secs(n)),
+                "m" => n.checked_mul(60).map(Duration::from_secs),
+                _ => None,
+            })
+        }
+        _ => None,
+    };
+    d.filter(|d| !d.is_zero())
+        .ok_or_else(|| invalid(key, EXPECTED))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key_of(err: ConfigError) -> String {
+        match err {
+            ConfigError::InvalidValue { key, .. } | ConfigError::UnknownKey { key } => key,
+            other => panic!("not a keyed error: {other:?}"),
+        }
+    }
+
+    const BASE: &str =
+        "[remote]\nservers = [\"nats://127.0.0.1:4222\"]\ncluster = \"c\"\nnode = \"n\"\n";
+
+    #[test]
+    fn errors_name_the_key() {
+        let cases = [
+            ("servers = []", "remote.servers"),
+            ("servers = 3", "remote.servers"),
+            ("cluster = \"a.b\"", "remote.cluster"),
+            ("node = \"\"", "remote.node"),
+            ("node = \"a b\"", "remote.node"),
+            ("heartbeat-interval = \"1h\"", "remote.heartbeat-interval"),
+            (
+                "failure-detector-timeout = -1",
+                "remote.failure-detector-timeout",
+            ),
+            ("connect-timeout = \"0s\"", "remote.connect-timeout"),
+            ("colour = 1", "remote.colour"),
+        ];
+        for (line, key) in cases {
+            // The bad line replaces the base's key of the same name, or is added.
+            let name = line.split(' ').next().unwrap_or_default();
+            let text: String = BASE
+                .lines()
+                .filter(|l| !l.starts_with(&format!("{name} ")))
+                .chain([line])
+                .collect::<Vec<_>>()
+                .join("\n");
+            let err = RemoteSettings::from_toml_str(&text).expect_err(line);
+            assert_eq!(key_of(err), key, "{line}");
+        }
+    }
+
+    #[test]
+    fn required_keys_are_named() {
+        for key in ["servers", "cluster", "node"] {
+            let text: String = BASE
+                .lines()
+                .filter(|l| !l.starts_with(key))
+                .collect::<Vec<_>>()
+                .join("\n");
+            let err = RemoteSettings::from_toml_str(&text).expect_err(key);
+            assert_eq!(key_of(err), format!("remote.{key}"));
+        }
+        let err = RemoteSettings::from_toml_str("[other]\nx = 1").expect_err("no table");
+        assert_eq!(key_of(err), "remote");
+    }
+
+    #[test]
+    fn durations_and_defaults() {
+        let s = RemoteSettings::from_toml_str(&format!(
+            "{BASE}heartbeat-interval = 250\nfailure-detector-timeout = \"2s\"\nconnect-timeout = \"1m\""
+        ))
+        .expect("valid");
+        assert_eq!(s.heartbeat_interval, Duration::from_millis(250));
+        assert_eq!(s.failure_detector_timeout, Duration::from_secs(2));
+        assert_eq!(s.connect_timeout, Duration::from_secs(60));
+        let d = RemoteSettings::from_toml_str(BASE).expect("valid");
+        assert_eq!(d, RemoteSettings::new("nats://127.0.0.1:4222", "c", "n"));
+        assert!(d.validate().is_ok());
+        let short = d.failure_detector(Duration::from_secs(2), Duration::from_secs(1));
+        assert_eq!(
+            key_of(short.validate().expect_err("fd <= hb")),
+            "remote.failure-detector-timeout"
+        );
+    }
+}

@@ -1,0 +1,300 @@
+//! Nodes in their own OS processes (examples/node.rs), on real NATS: two
+//! processes tell and ask each other, also through two routed servers;
+//! SIGKILL of a node reaches its watchers through the failure detector;
+//! SIGTERM runs the cluster phases and in-flight asks complete.
+
+mod support;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use proscenium::testkit::TestProbe;
+use proscenium_remote::{Remote, RemoteReply, RemoteSettings, RemoteTerminated, TerminatedReason};
+use serde::{Deserialize, Serialize};
+use support::{require_nats, system, NatsServer, GUARD};
+
+/// examples/node.rs's protocol (same variants, same order).
+#[derive(Debug, Serialize, Deserialize)]
+enum NodeCmd {
+    Add(u64),
+    Get(RemoteReply<u64>),
+    Slow(u64, RemoteReply<u64>),
+}
+
+/// The example binary, built by `cargo test` next to the test binaries.
+fn node_binary() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    let dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target/<profile>/deps");
+    let bin = dir.join("examples").join("node");
+    assert!(
+        bin.is_file(),
+        "{} is missing: `cargo test -p proscenium-remote` builds it (with a `--test` filter, \
+         build it first: `cargo build -p proscenium-remote --example node`)",
+        bin.display()
+    );
+    bin
+}
+
+struct Node {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<String>,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl Node {
+    fn start(url: &str, name: &str, timing: Option<(u64, u64)>) -> Node {
+        let mut cmd = Command::new(node_binary());
+        cmd.args([url, "p", name]);
+        if let Some((hb, fd)) = timing {
+            cmd.args([hb.to_string(), fd.to_string()]);
+        }
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start the node");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let sink = Arc::clone(&stderr);
+        let err = child.stderr.take().expect("stderr");
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                let mut s = sink.lock().unwrap_or_else(|e| e.into_inner());
+                s.push_str(&line);
+                s.push('\n');
+            }
+        });
+        let stdin = child.stdin.take();
+        let mut node = Node {
+            child,
+            stdin,
+            lines,
+            stderr,
+        };
+        node.expect_line("ready");
+        node
+    }
+
+    fn send(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        writeln!(stdin, "{line}").expect("write to the node");
+        stdin.flush().expect("flush");
+    }
+
+    /// The next stdout line starting with `prefix` (others are skipped).
+    fn expect_line(&mut self, prefix: &str) -> String {
+        let deadline = Instant::now() + GUARD;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) if line.starts_with(prefix) => return line,
+                Ok(_) => continue,
+                Err(_) => panic!(
+                    "no line starting with {prefix:?}; stderr:\n{}",
+                    self.stderr.lock().unwrap_or_else(|e| e.into_inner())
+                ),
+            }
+        }
+    }
+
+    fn signal(&self, sig: libc::c_int) {
+        let pid = libc::pid_t::try_from(self.child.id()).expect("pid");
+        // SAFETY: kill(2) on our own child's pid; no memory is involved.
+        let rc = unsafe { libc::kill(pid, sig) };
+        assert_eq!(rc, 0, "kill({pid}, {sig})");
+    }
+
+    /// Waits for the process to exit (its stdout closing, within the
+    /// guard) and returns whether it exited with success.
+    fn wait_exit(&mut self) -> bool {
+        let deadline = Instant::now() + GUARD;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(_) => continue,
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                Err(mpsc::RecvTimeoutError::Timeout) => panic!("the node did not exit"),
+            }
+        }
+        self.child.wait().expect("wait").success()
+    }
+
+    fn stderr(&self) -> String {
+        self.stderr
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn two_processes_tell_and_ask_each_other() {
+    require_nats!();
+    let server = NatsServer::start();
+    let mut a = Node::start(&server.url(), "a", None);
+    let mut b = Node::start(&server.url(), "b", None);
+    a.send("talk b");
+    b.send("talk a");
+    // Each counter got exactly the other's 100 adds, in order before the ask.
+    assert_eq!(a.expect_line("got"), "got 100");
+    assert_eq!(b.expect_line("got"), "got 100");
+    a.send("exit");
+    b.send("exit");
+    assert_eq!(a.expect_line("terminated"), "terminated clean=true");
+    assert_eq!(b.expect_line("terminated"), "terminated clean=true");
+    assert!(a.wait_exit() && b.wait_exit());
+}
+
+#[test]
+fn nodes_on_two_routed_servers_still_talk() {
+    require_nats!();
+    let mut s1 = NatsServer::start_routed(None);
+    let mut s2 = NatsServer::start_routed(s1.cluster_port);
+    // Both ends of the route are up.
+    assert!(s1.wait_for_log("Route connection created").is_some());
+    assert!(s2.wait_for_log("Route connection created").is_some());
+    let mut a = Node::start(&s1.url(), "a", None);
+    let mut b = Node::start(&s2.url(), "b", None);
+    a.send("talk b");
+    b.send("talk a");
+    assert_eq!(a.expect_line("got"), "got 100");
+    assert_eq!(b.expect_line("got"), "got 100");
+    a.send("exit");
+    b.send("exit");
+    assert!(a.wait_exit() && b.wait_exit());
+}
+
+fn watcher_node(server: &NatsServer) -> (proscenium::ActorSystem, Remote) {
+    watcher_node_with(server, Duration::from_millis(1000))
+}
+
+fn watcher_node_with(
+    server: &NatsServer,
+    failure_detector: Duration,
+) -> (proscenium::ActorSystem, Remote) {
+    let sys = system("w");
+    let remote = Remote::connect(
+        &sys,
+        RemoteSettings::new(server.url(), "p", "w")
+            .failure_detector(Duration::from_millis(100), failure_detector),
+    )
+    .expect("connect");
+    (sys, remote)
+}
+
+#[test]
+fn sigkill_of_a_node_gives_its_watchers_terminated() {
+    require_nats!();
+    let server = NatsServer::start();
+    let mut k = Node::start(&server.url(), "k", Some((100, 1000)));
+    let (sys, w) = watcher_node(&server);
+    let probe = TestProbe::<RemoteTerminated>::new(&sys);
+    w.watch("counter-k", &probe.actor_ref(), |t| t)
+        .expect("watch");
+    // The watch's where-request goes out before this ask, and k answers
+    // it before delivering the ask: once the ask is answered, the watch
+    // knows k, and k's death is found by the heartbeats.
+    let counter = w.actor_ref::<NodeCmd>("counter-k").expect("ref");
+    assert_eq!(counter.ask(NodeCmd::Get, GUARD).wait(), Ok(0));
+    let killed = Instant::now();
+    k.signal(libc::SIGKILL);
+    let t = probe.expect_msg(GUARD);
+    assert_eq!(t.name, "counter-k");
+    assert_eq!(t.node.as_deref(), Some("k"));
+    assert_eq!(t.reason, TerminatedReason::NodeUnreachable);
+    // Within the failure-detector timeout (1 s) plus a heartbeat tick;
+    // the slack is for a saturated machine, not part of the semantics.
+    assert!(
+        killed.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        killed.elapsed()
+    );
+    probe.expect_no_msg(Duration::from_millis(300));
+    assert!(!k.wait_exit());
+    drop(w);
+    assert!(sys.terminate().wait_timeout(GUARD).is_some());
+}
+
+#[test]
+fn sigterm_runs_the_cluster_phases_and_in_flight_asks_complete() {
+    require_nats!();
+    let server = NatsServer::start();
+    let mut k = Node::start(&server.url(), "k", Some((100, 1000)));
+    let (sys, w) = watcher_node(&server);
+    let probe = TestProbe::<RemoteTerminated>::new(&sys);
+    w.watch("counter-k", &probe.actor_ref(), |t| t)
+        .expect("watch");
+    let counter = w.actor_ref::<NodeCmd>("counter-k").expect("ref");
+    counter.tell(NodeCmd::Add(5)).expect("tell");
+    // In flight: k has the request (it says so) and answers in 700 ms.
+    let in_flight = counter.ask(|r| NodeCmd::Slow(700, r), GUARD);
+    k.expect_line("slow-started");
+    // Akka (seeds, akka-coordinated-shutdown): "running the shutdown
+    // process will also trigger the graceful leaving"; here SIGTERM runs
+    // it, and the node's leave tasks are in its cluster phases.
+    k.signal(libc::SIGTERM);
+    assert_eq!(in_flight.wait(), Ok(5));
+    let t = probe.expect_msg(GUARD);
+    assert_eq!(t.name, "counter-k");
+    assert!(
+        matches!(
+            t.reason,
+            TerminatedReason::Stopped | TerminatedReason::NodeLeft
+        ),
+        "{t:?}"
+    );
+    assert_eq!(k.expect_line("terminated"), "terminated clean=true");
+    assert!(k.wait_exit());
+    let log = k.stderr();
+    let drained = log.find("remote: exposed names drained").expect(&log);
+    let left = log.find("remote: left the cluster").expect(&log);
+    let closed = log.find("remote: connection closed").expect(&log);
+    assert!(drained < left && left < closed, "{log}");
+    probe.expect_no_msg(Duration::from_millis(300));
+    drop(w);
+    assert!(sys.terminate().wait_timeout(GUARD).is_some());
+}
+
+#[test]
+fn a_node_restarted_under_the_same_name_is_another_incarnation() {
+    require_nats!();
+    let server = NatsServer::start();
+    let mut k1 = Node::start(&server.url(), "k", Some((100, 1000)));
+    // A failure detector far longer than the guard: a Terminated within
+    // the guard comes from the new incarnation's heartbeat, not a timeout.
+    let (sys, w) = watcher_node_with(&server, Duration::from_secs(3600));
+    let probe = TestProbe::<RemoteTerminated>::new(&sys);
+    w.watch("counter-k", &probe.actor_ref(), |t| t)
+        .expect("watch");
+    let counter = w.actor_ref::<NodeCmd>("counter-k").expect("ref");
+    assert_eq!(counter.ask(NodeCmd::Get, GUARD).wait(), Ok(0));
+    k1.signal(libc::SIGKILL);
+    assert!(!k1.wait_exit());
+    let _k2 = Node::start(&server.url(), "k", Some((100, 1000)));
+    let t = probe.expect_msg(GUARD);
+    assert_eq!(t.name, "counter-k");
+    assert_eq!(t.reason, TerminatedReason::NodeUnreachable);
+    drop(w);
+    assert!(sys.terminate().wait_timeout(GUARD).is_some());
+}

@@ -1,0 +1,232 @@
+//! Test support: a real nats-server on a free loopback port, and actors
+//! shared by the tests.
+#![allow(dead_code, unreachable_pub)]
+
+use std::io::{BufRead, BufReader};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use proscenium::prelude::*;
+use proscenium_remote::RemoteReply;
+use serde::{Deserialize, Serialize};
+
+/// A guard against hangs, never a wait for correctness.
+pub const GUARD: Duration = Duration::from_secs(30);
+
+/// The nats-server binary: `$NATS_SERVER` if set, else on PATH, else
+/// /usr/sbin (where the Debian package puts it).
+pub fn nats_server_binary() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("NATS_SERVER") {
+        // Set: that one or none (NATS_SERVER=/nonexistent shows the skip).
+        let p = PathBuf::from(p);
+        return p.is_file().then_some(p);
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([
+            "/usr/sbin".into(),
+            "/usr/local/bin".into(),
+            "/usr/bin".into(),
+        ])
+        .map(|d| d.join("nats-server"))
+        .find(|p| p.is_file())
+}
+
+/// Returns the binary, or prints why the test is skipped.
+macro_rules! require_nats {
+    () => {
+        match support::nats_server_binary() {
+            Some(_) => {}
+            None => {
+                eprintln!(
+                    "SKIPPED: nats-server is not installed (apt-get install nats-server; \
+                     .ci/run installs it); this test needs a real NATS server"
+                );
+                return;
+            }
+        }
+    };
+}
+pub(crate) use require_nats;
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+/// A nats-server child process, killed on drop.
+pub struct NatsServer {
+    child: Child,
+    pub port: u16,
+    pub cluster_port: Option<u16>,
+    /// The server's log lines (stderr), as they come.
+    pub log: mpsc::Receiver<String>,
+}
+
+impl NatsServer {
+    /// A lone server on a free loopback port; returns once it accepts.
+    pub fn start() -> NatsServer {
+        NatsServer::start_with(false, None)
+    }
+
+    /// A server that is part of a NATS cluster named `test`, routed to
+    /// `route` (another server's cluster port) if given.
+    pub fn start_routed(route: Option<u16>) -> NatsServer {
+        NatsServer::start_with(true, route)
+    }
+
+    fn start_with(clustered: bool, route: Option<u16>) -> NatsServer {
+        let binary = nats_server_binary().expect("require_nats! first");
+        // A port found free can be taken before the server binds it: try again.
+        for _ in 0..5 {
+            let port = free_port();
+            let cluster_port = clustered.then(free_port);
+            let mut cmd = Command::new(&binary);
+            cmd.args(["-p", &port.to_string(), "-a", "127.0.0.1"]);
+            if let Some(cp) = cluster_port {
+                cmd.args(["--cluster_name", "test", "--cluster"])
+                    .arg(format!("nats://127.0.0.1:{cp}"));
+            }
+            if let Some(r) = route {
+                cmd.arg("--routes").arg(format!("nats://127.0.0.1:{r}"));
+            }
+            let mut child = cmd
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("start nats-server");
+            let stderr = child.stderr.take().expect("piped stderr");
+            let (tx, log) = mpsc::channel();
+            std::thread::spawn(move || {
+                for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                    if tx.send(line).is_err() {
+                        // Nobody listens any more; keep draining the pipe.
+                        continue;
+                    }
+                }
+            });
+            let mut server = NatsServer {
+                child,
+                port,
+                cluster_port,
+                log,
+            };
+            if server.wait_for_log("Server is ready").is_some()
+                && TcpStream::connect(("127.0.0.1", port)).is_ok()
+            {
+                return server;
+            }
+            let _ = server.child.kill();
+        }
+        panic!("nats-server did not start on a free port in 5 tries");
+    }
+
+    pub fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.port)
+    }
+
+    /// Waits for a log line containing `needle` (`None` if the server
+    /// exits or the guard passes first).
+    pub fn wait_for_log(&mut self, needle: &str) -> Option<String> {
+        let deadline = std::time::Instant::now() + GUARD;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.log.recv_timeout(left) {
+                Ok(line) if line.contains(needle) => return Some(line),
+                Ok(_) => continue,
+                Err(_) => return None,
+            }
+        }
+    }
+}
+
+impl Drop for NatsServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The tests' exposed actor.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum Cmd {
+    Add(u64),
+    /// Records a sequence number (per-sender order).
+    Seq(u32),
+    Get(RemoteReply<u64>),
+    Log(RemoteReply<Vec<u32>>),
+    /// Never answered: the reply is kept.
+    Hold(RemoteReply<u64>),
+    /// Answered by dropping the reply.
+    Drop(RemoteReply<u64>),
+    /// Stops the actor.
+    Stop,
+    /// A large payload.
+    Blob(Vec<u8>),
+    /// Who handled it.
+    Who(RemoteReply<String>),
+    /// Answered after this many milliseconds, from another thread (slow
+    /// work that does not hold the actor).
+    Later(u64, RemoteReply<u64>),
+}
+
+pub struct Counter {
+    pub n: u64,
+    pub seen: Vec<u32>,
+    pub held: Vec<RemoteReply<u64>>,
+    pub who: String,
+}
+
+impl Counter {
+    pub fn props(who: &str) -> Props<Counter> {
+        let who = who.to_owned();
+        Props::new(move || Counter {
+            n: 0,
+            seen: Vec::new(),
+            held: Vec::new(),
+            who: who.clone(),
+        })
+    }
+}
+
+impl Actor for Counter {
+    type Msg = Cmd;
+    fn receive(&mut self, ctx: &mut Context<Self>, msg: Cmd) -> Outcome {
+        match msg {
+            Cmd::Add(k) => self.n += k,
+            Cmd::Seq(i) => self.seen.push(i),
+            Cmd::Get(r) => r.send(self.n),
+            Cmd::Log(r) => r.send(self.seen.clone()),
+            Cmd::Hold(r) => self.held.push(r),
+            Cmd::Drop(r) => drop(r),
+            Cmd::Stop => ctx.stop_self(),
+            Cmd::Blob(b) => self.n += b.len() as u64,
+            Cmd::Who(r) => r.send(self.who.clone()),
+            Cmd::Later(ms, r) => {
+                let n = self.n;
+                std::thread::spawn(move || {
+                    std::thread::sleep(Duration::from_millis(ms));
+                    r.send(n);
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A system for a test: 2 unpinned workers, no signal handlers.
+pub fn system(name: &str) -> ActorSystem {
+    ActorSystem::builder()
+        .name(name)
+        .workers(2)
+        .pin_workers(false)
+        .from_toml_str("[coordinated-shutdown]\nrun-by-signals = \"off\"")
+        .expect("valid toml")
+        .build()
+        .expect("system")
+}
