@@ -150,6 +150,9 @@ timeout = "{} ms"
                     }
                     (Method::GET, "/slow") => {
                         let ms = query(&request, "ms").unwrap_or(1000).min(600_000);
+                        // A test waits for this line to know the request
+                        // is in flight.
+                        say(&format!("slow request started ms={ms}"));
                         Box::pin(async move {
                             handle.sleep(Duration::from_millis(ms)).await;
                             text(StatusCode::OK, format!("slept {ms} ms"))
@@ -194,11 +197,6 @@ timeout = "{} ms"
         step("before-service-unbind"),
     )?;
     cs.add_task(Phase::SERVICE_UNBIND, "say-unbind", step("service-unbind"))?;
-    cs.add_task(
-        Phase::SERVICE_REQUESTS_DONE,
-        "say-requests-done",
-        step("service-requests-done"),
-    )?;
     cs.add_task(Phase::SERVICE_STOP, "say-stop", step("service-stop"))?;
     cs.add_task(
         Phase::BEFORE_ACTOR_SYSTEM_TERMINATE,
@@ -206,22 +204,32 @@ timeout = "{} ms"
         step("before-actor-system-terminate"),
     )?;
 
-    // How long the server's termination took, from `terminate` (the
-    // deadline minus the hard deadline) to `when_terminated`.
+    // In the drain's phase: how long the server's termination took, from
+    // `terminate` (the deadline minus the hard deadline) to
+    // `when_terminated` (at the latest at the hard deadline, when the
+    // server closes what is left; the phase's timeout is longer).
     let observed = binding.clone();
-    system.scheduler_handle().spawn_detached(async move {
-        let signal = observed.when_termination_signal_issued().await;
-        let started = signal.instant().and_then(|at| at.checked_sub(deadline));
-        if let Ok(terminated) = observed.when_terminated().await {
+    cs.add_task(
+        Phase::SERVICE_REQUESTS_DONE,
+        "say-requests-done",
+        move || async move {
+            say("phase service-requests-done");
+            let signal = observed.when_termination_signal_issued().await;
+            let started = signal.instant().and_then(|at| at.checked_sub(deadline));
+            let terminated = observed.when_terminated().await;
             let elapsed = started.map_or(Duration::ZERO, |s| s.elapsed());
-            say(&format!(
-                "http terminated in {} ms (hard deadline {} ms, forced connections {})",
-                elapsed.as_millis(),
-                deadline.as_millis(),
-                terminated.forced_connections
-            ));
-        }
-    });
+            match terminated {
+                Ok(terminated) => say(&format!(
+                    "http terminated in {} ms (hard deadline {} ms, forced connections {})",
+                    elapsed.as_millis(),
+                    deadline.as_millis(),
+                    terminated.forced_connections
+                )),
+                Err(e) => say(&format!("http termination failed: {e}")),
+            }
+            Ok(())
+        },
+    )?;
     system.register_on_termination(|report| {
         say(&format!(
             "actor system terminated: clean={}",
