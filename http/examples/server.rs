@@ -220,9 +220,11 @@ timeout = "{} ms"
             let elapsed = started.map_or(Duration::ZERO, |s| s.elapsed());
             match terminated {
                 Ok(terminated) => say(&format!(
-                    "http terminated in {} ms (hard deadline {} ms, forced connections {})",
+                    "http terminated in {} ms (hard deadline {} ms, idle connections closed {}, \
+                     forced connections {})",
                     elapsed.as_millis(),
                     deadline.as_millis(),
+                    observed.metrics().idle_closed_by_termination,
                     terminated.forced_connections
                 )),
                 Err(e) => say(&format!("http termination failed: {e}")),
