@@ -20,7 +20,7 @@
 //! exit code. `http/tests/example_server.rs` and `http/tests/wrk.rs` run it
 //! as a child process.
 
-use http::{Method, Request, Response, StatusCode};
+use http::{HeaderValue, Method, Request, Response, StatusCode};
 use proscenium::prelude::*;
 use proscenium_http::{Body, Http};
 use std::future::Future;
@@ -88,7 +88,7 @@ fn text(status: StatusCode, body: impl Into<String>) -> Response<Body> {
     *response.status_mut() = status;
     response
         .headers_mut()
-        .insert(http::header::CONTENT_TYPE, "text/plain".parse().unwrap());
+        .insert(http::header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
     response
 }
 
