@@ -86,9 +86,10 @@ fn query(request: &Request<Body>, key: &str) -> Option<u64> {
 fn text(status: StatusCode, body: impl Into<String>) -> Response<Body> {
     let mut response = Response::new(Body::from(body.into()));
     *response.status_mut() = status;
-    response
-        .headers_mut()
-        .insert(http::header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain"),
+    );
     response
 }
 
