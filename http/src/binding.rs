@@ -9,7 +9,9 @@ use crate::terminate::{
 };
 use http::{Request, Response};
 use proscenium::net::TcpListener;
-use proscenium::{ActorSystem, AddTaskError, CoordinatedShutdown, Handle};
+use proscenium::{
+    ActorRef, ActorSystem, AddTaskError, AskError, CoordinatedShutdown, Handle, Reply,
+};
 use std::collections::HashMap;
 use std::fmt;
 use std::future::{poll_fn, Future};
@@ -153,6 +155,90 @@ impl Http {
             local_addr,
             server,
             handle,
+        })
+    }
+    /// Binds `addr` and answers each request with `actor`: the request and
+    /// a [`Reply`] go to it as one message (built with `M::from`; `M` can be
+    /// the tuple itself), and the server awaits the reply, as
+    /// [`ActorRef::ask`] does.
+    ///
+    /// A request the actor cannot answer gets a response all the same,
+    /// never a hang: if the `Reply` is dropped unsent while the actor lives
+    /// (its handler failed, or forgot the reply) the answer is `500
+    /// Internal Server Error`; if the actor has terminated (the message
+    /// went to dead letters, which drops the `Reply`) it is `503 Service
+    /// Unavailable`. There is no timeout of its own beyond the server's:
+    /// as for an `async` handler, a reply that never comes is cut by
+    /// [`terminate`](ServerBinding::terminate)'s hard deadline (and a reply
+    /// sent after that is dropped).
+    ///
+    /// ```
+    /// use http::{Request, Response};
+    /// use proscenium::prelude::*;
+    /// use proscenium_http::{Body, Http};
+    /// use std::io::{Read, Write};
+    /// use std::time::Duration;
+    ///
+    /// struct Hello;
+    /// impl Actor for Hello {
+    ///     type Msg = (Request<Body>, Reply<Response<Body>>);
+    ///     fn receive(&mut self, _: &mut Context<Self>, (request, reply): Self::Msg) -> Outcome {
+    ///         reply.send(Response::new(Body::from(format!("hello {}", request.uri().path()))));
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// let system = ActorSystem::builder().workers(2).pin_workers(false).build()?;
+    /// let hello = system.spawn(Props::new(|| Hello), "hello")?;
+    /// let binding = Http::bind_actor(&system, "127.0.0.1:0".parse()?, hello)?;
+    ///
+    /// let mut client = std::net::TcpStream::connect(binding.local_addr())?;
+    /// client.write_all(b"GET /actor HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")?;
+    /// let mut response = String::new();
+    /// client.read_to_string(&mut response)?;
+    /// assert!(response.ends_with("\r\n\r\nhello /actor"));
+    /// binding.terminate(Duration::from_secs(5)).wait()?;
+    /// system.terminate().wait();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn bind_actor<M>(
+        system: &ActorSystem,
+        addr: SocketAddr,
+        actor: ActorRef<M>,
+    ) -> io::Result<ServerBinding>
+    where
+        M: From<(Request<Body>, Reply<Response<Body>>)> + Send + 'static,
+    {
+        Http::bind_actor_with(system, addr, ServerSettings::default(), actor)
+    }
+
+    /// [`bind_actor`](Self::bind_actor) with `settings`.
+    pub fn bind_actor_with<M>(
+        system: &ActorSystem,
+        addr: SocketAddr,
+        settings: ServerSettings,
+        actor: ActorRef<M>,
+    ) -> io::Result<ServerBinding>
+    where
+        M: From<(Request<Body>, Reply<Response<Body>>)> + Send + 'static,
+    {
+        Http::bind_with(system, addr, settings, move |request: Request<Body>| {
+            // No timeout of the ask's own (see above): the timer is armed
+            // far away and cancelled when the answer is in or the
+            // connection drops the future.
+            let ask = actor.ask(|reply| M::from((request, reply)), Duration::MAX);
+            let actor = actor.clone();
+            async move {
+                match ask.await {
+                    Ok(response) => response,
+                    Err(AskError::NoReply) if !actor.is_terminated() => {
+                        crate::wire::empty_response(http::StatusCode::INTERNAL_SERVER_ERROR)
+                    }
+                    Err(AskError::NoReply | AskError::Timeout(_)) => {
+                        crate::wire::empty_response(http::StatusCode::SERVICE_UNAVAILABLE)
+                    }
+                }
+            }
         })
     }
 }

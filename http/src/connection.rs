@@ -352,7 +352,10 @@ impl Connection {
                 return Poll::Ready(Ok(Some(0)));
             }
             match Pin::new(&mut *stream).poll_read(cx, &mut chunk) {
-                Poll::Pending if signals.terminating && idle => Poll::Ready(Ok(Some(0))),
+                Poll::Pending if signals.terminating && idle => {
+                    control.metrics().idle_closed_on_termination();
+                    Poll::Ready(Ok(Some(0)))
+                }
                 Poll::Pending => deadline.poll(handle, cx).map(|()| Ok(None)),
                 Poll::Ready(r) => Poll::Ready(r.map(Some)),
             }

@@ -4,7 +4,8 @@
 //! [`Http::bind`] listens on an address and serves each connection as a
 //! task on the [`ActorSystem`](proscenium::ActorSystem)'s workers (over
 //! `proscenium::net`, the scheduler's I/O reactor), calling an `async`
-//! handler for each request. Connections are kept alive and pipelined
+//! handler for each request ([`Http::bind_actor`]: or asking an actor,
+//! which gets the request and a [`Reply`](proscenium::Reply)). Connections are kept alive and pipelined
 //! requests are answered in order; request bodies are framed by
 //! `Content-Length` or `Transfer-Encoding: chunked` (`Expect:
 //! 100-continue` is answered before the body is read), responses by

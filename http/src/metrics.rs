@@ -30,6 +30,7 @@ pub(crate) struct Metrics {
     requests: AtomicU64,
     /// Responses by class: index 0 is 1xx, ..., 4 is 5xx.
     responses: [AtomicU64; 5],
+    idle_closed_by_termination: AtomicU64,
 }
 
 impl Metrics {
@@ -70,6 +71,13 @@ impl Metrics {
     }
 
     /// A snapshot of the counters.
+    /// A termination closed a connection that had no byte of a request in.
+    pub(crate) fn idle_closed_on_termination(&self) {
+        // Relaxed: a statistic (see the module doc).
+        self.idle_closed_by_termination
+            .fetch_add(1, Ordering::Relaxed);
+    }
+
     pub(crate) fn snapshot(&self) -> ServerMetrics {
         // Relaxed loads: statistics (see the module doc).
         let responses = |i: usize| self.responses[i].load(Ordering::Relaxed);
@@ -85,6 +93,7 @@ impl Metrics {
                 client_error: responses(3),
                 server_error: responses(4),
             },
+            idle_closed_by_termination: self.idle_closed_by_termination.load(Ordering::Relaxed),
         }
     }
 }
@@ -150,6 +159,15 @@ pub struct ServerMetrics {
     /// Responses written, by status class, the server's own answers (400,
     /// 413, 503 during termination, ...) included.
     pub responses: ResponsesByClass,
+    /// Connections a termination closed because they were idle: no byte
+    /// of a next request was in when the server looked (Akka: "if a
+    /// connection has no “in-flight” request, it is terminated
+    /// immediately"). A keep-alive client whose next request was already
+    /// on its way sees such a close as a connection closed without a
+    /// response (HTTP/1.1's keep-alive race: RFC 9112 §9.3.1 lets it retry
+    /// an idempotent request); load generators such as wrk count it as a
+    /// read error.
+    pub idle_closed_by_termination: u64,
 }
 
 /// Responses by status class (see [`ServerMetrics::responses`]).

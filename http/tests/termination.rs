@@ -161,6 +161,8 @@ fn connections_without_a_request_in_flight_are_closed_at_once() {
     assert_eof(&mut used);
     assert!(termination.try_outcome().is_none());
     assert_eq!(binding.metrics().in_flight_requests, 1);
+    // Counted (before the close the clients saw).
+    assert_eq!(binding.metrics().idle_closed_by_termination, 2);
 
     gate.open();
     assert_eq!(read_answer(&mut busy).status, 200);
@@ -170,6 +172,8 @@ fn connections_without_a_request_in_flight_are_closed_at_once() {
             .forced_connections,
         0
     );
+    // The busy one was not idle.
+    assert_eq!(binding.metrics().idle_closed_by_termination, 2);
     system.terminate().wait();
 }
 
