@@ -70,9 +70,10 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 #![doc(test(attr(deny(warnings))))]
 
-// Under loom only the park/unpark handshake compiles (see `sync`). Its
-// items are `pub` for the `__loom` re-export below, which exists only under
-// loom; otherwise they are crate-internal.
+// Under loom only the park/unpark handshake, the LIFO slot, the task state
+// machine and `block_on` compile (see `sync`). Their items are `pub` for the
+// `__loom` re-export below, which exists only under loom; otherwise they are
+// crate-internal.
 #[cfg_attr(not(loom), allow(unreachable_pub))]
 mod idle;
 #[cfg_attr(not(loom), allow(unreachable_pub))]
@@ -80,8 +81,9 @@ mod lifo;
 #[cfg_attr(not(loom), allow(unreachable_pub))]
 mod park;
 mod sync;
+#[cfg_attr(not(loom), allow(unreachable_pub))]
+mod task_state;
 
-#[cfg(not(loom))]
 mod block_on;
 #[cfg(not(loom))]
 mod config;
@@ -93,7 +95,6 @@ pub mod net;
 mod pin;
 #[cfg(not(loom))]
 mod reactor;
-#[cfg(not(loom))]
 mod runnable;
 #[cfg(not(loom))]
 mod scheduler;
@@ -106,15 +107,18 @@ mod wheel;
 #[cfg(not(loom))]
 mod worker;
 
-#[cfg(not(loom))]
 pub use crate::{
     block_on::block_on,
+    runnable::{Budget, RunOutcome, Runnable},
+    task_state::{JoinError, JoinHandle},
+};
+
+#[cfg(not(loom))]
+pub use crate::{
     config::{BuildError, Builder, DEFAULT_THROUGHPUT, MIN_STACK_SIZE},
     metrics::{Metrics, WorkerMetrics},
     pin::{Pinning, UnpinnedReason},
-    runnable::{Budget, RunOutcome, Runnable},
     scheduler::{Handle, QuiesceReport, Scheduler, SubmitError},
-    task::{JoinError, JoinHandle},
     timer::{Sleep, TimerHandle},
     worker::{assert_not_on_worker, current_worker, WorkerId},
 };
@@ -127,4 +131,5 @@ pub mod __loom {
     pub use crate::idle::{Idle, IdleSnapshot, Unparked, MAX_WORKERS};
     pub use crate::lifo::LifoSlot;
     pub use crate::park::Parker;
+    pub use crate::task_state::{JoinState, TaskState};
 }
