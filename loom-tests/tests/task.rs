@@ -28,14 +28,17 @@
 //! - `JoinHandle::wait` not setting `blocked` (so `complete` skips the
 //!   notify): deadlock.
 //!
-//! Not caught here: `wake`'s compare-and-swap Relaxed (the mailbox lock
-//! orders the message in this model) and `start_run`'s swap Relaxed (every
-//! run here is reached through the queue, whose push and pop already order
-//! it after the previous run).
+//! - `wake`'s compare-and-swap with Relaxed orderings: "lost wake" in
+//!   `task_a_wake_of_a_queued_task_is_not_lost`;
+//! - `wake` returning after its load when it sees SCHEDULED (the code
+//!   before the fix this model was written for): "lost wake".
+//!
+//! - `start_run`'s swap Relaxed: "lost wake" in the same model (the swap
+//!   must acquire the waker's write-back).
 #![cfg(loom)]
 
 use loom::cell::UnsafeCell;
-use loom::sync::atomic::{AtomicUsize, Ordering};
+use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::sync::{Arc, Mutex};
 use loom::thread;
 use proscenium_scheduler::__loom::{JoinState, TaskState};
@@ -197,5 +200,41 @@ fn task_a_detached_output_is_dropped_once() {
         drop(handle);
         worker.join().expect("worker");
         assert_eq!(drops.load(Ordering::SeqCst), 1);
+    });
+}
+
+/// A waker publishes readiness with a Release store (no lock, no RMW), as a
+/// one-shot flag may, and wakes a task that is queued (SCHEDULED) while a
+/// worker starts its run: either the poll sees the flag, or the wake leaves
+/// a run behind (a submission or a Yield). Regression: `wake` returned after
+/// its load when it saw SCHEDULED, and this model failed with "lost wake".
+#[test]
+fn task_a_wake_of_a_queued_task_is_not_lost() {
+    loom::model(|| {
+        let h = Harness::spawned();
+        let ready = Arc::new(AtomicBool::new(false));
+        let waker = {
+            let h = Arc::clone(&h);
+            let ready = Arc::clone(&ready);
+            thread::spawn(move || {
+                // Release: the waker's half; the orderings of the state word
+                // must carry it to the poll.
+                ready.store(true, Ordering::Release);
+                if h.state.wake() {
+                    h.push();
+                }
+            })
+        };
+        assert!(h.pop());
+        h.state.start_run();
+        // Acquire: pairs with the store above, through the state word.
+        if ready.load(Ordering::Acquire) {
+            h.state.complete();
+        } else {
+            let requeued = h.state.end_pending() == RunOutcome::Yield;
+            waker.join().expect("waker");
+            let submitted = h.queued.load(Ordering::Acquire) > 0;
+            assert!(requeued || submitted, "lost wake");
+        }
     });
 }

@@ -94,11 +94,23 @@ impl TaskState {
             let next = match current {
                 IDLE => SCHEDULED,
                 RUNNING => NOTIFIED,
+                // Already queued, or woken during this poll: write the same
+                // value back rather than return after the load. The run's
+                // swap (or `end_pending`'s compare-and-swap) then reads this
+                // write and acquires what the waker did before waking. With
+                // a plain load, a waker that published readiness with a
+                // Release store (not a lock or an RMW) and a run that
+                // started just then formed a store-buffer pattern: the poll
+                // could miss the readiness while the wake saw SCHEDULED and
+                // did nothing, and the task went IDLE with the wake lost
+                // (loom-tests/tests/task.rs,
+                // `task_a_wake_of_a_queued_task_is_not_lost`).
+                SCHEDULED | NOTIFIED => current,
                 _ => return false,
             };
             // AcqRel: acquires the run's release of IDLE/RUNNING (so the
             // submit that follows hands on its writes) and releases the
-            // waker's own writes to the run that sees SCHEDULED or NOTIFIED.
+            // waker's own writes to the run that reads this write.
             match self
                 .0
                 .compare_exchange_weak(current, next, Ordering::AcqRel, Ordering::Acquire)
