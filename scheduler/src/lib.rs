@@ -83,6 +83,8 @@ mod park;
 mod sync;
 #[cfg_attr(not(loom), allow(unreachable_pub))]
 mod task_state;
+#[cfg_attr(not(loom), allow(unreachable_pub))]
+mod timer_entry;
 
 mod block_on;
 #[cfg(not(loom))]
@@ -132,4 +134,5 @@ pub mod __loom {
     pub use crate::lifo::LifoSlot;
     pub use crate::park::Parker;
     pub use crate::task_state::{JoinState, TaskState};
+    pub use crate::timer_entry::{Fired, TimerEntry};
 }

@@ -112,3 +112,14 @@ impl Budget {
         self.remaining == 0
     }
 }
+
+/// The text of a panic payload, when it is a string.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&'static str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "Box<dyn Any>".to_owned()
+    }
+}
