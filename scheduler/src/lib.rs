@@ -80,6 +80,8 @@ mod idle;
 mod lifo;
 #[cfg_attr(not(loom), allow(unreachable_pub))]
 mod park;
+#[cfg_attr(not(loom), allow(unreachable_pub))]
+mod quiesce;
 mod sync;
 #[cfg_attr(not(loom), allow(unreachable_pub))]
 mod task_state;
@@ -133,6 +135,7 @@ pub mod __loom {
     pub use crate::idle::{Idle, IdleSnapshot, Unparked, MAX_WORKERS};
     pub use crate::lifo::LifoSlot;
     pub use crate::park::Parker;
+    pub use crate::quiesce::QuiesceGate;
     pub use crate::task_state::{JoinState, TaskState};
     pub use crate::timer_entry::{Fired, TimerEntry};
 }
