@@ -71,7 +71,8 @@
 #![doc(test(attr(deny(warnings))))]
 
 // Under loom only the park/unpark handshake, the LIFO slot, the task state
-// machine and `block_on` compile (see `sync`). Their items are `pub` for the
+// machine, a timer entry, the quiesce gate and `block_on` compile (see
+// `sync`). Their items are `pub` for the
 // `__loom` re-export below, which exists only under loom; otherwise they are
 // crate-internal.
 #[cfg_attr(not(loom), allow(unreachable_pub))]

@@ -7,7 +7,8 @@
 //! `std::cell::UnsafeCell` directly.
 //!
 //! Under loom the idle/park and LIFO-slot modules, the task state machine
-//! and join state (`task_state`) and `block_on` compile (see
+//! and join state (`task_state`), a timer entry (`timer_entry`), the
+//! quiesce gate (`quiesce`) and `block_on` compile (see
 //! docs/decisions/0014-loom-scheduler.md); the rest of the crate sits on
 //! crossbeam-deque, which is not loom-aware.
 //!

@@ -23,11 +23,12 @@ use std::task::{Context, Poll, Waker};
 
 /// Not queued, not running; the next wake submits it.
 const IDLE: usize = 0;
-/// Queued (or about to be); wakes do nothing.
+/// Queued (or about to be); a wake only writes the state back (see `wake`).
 const SCHEDULED: usize = 1;
 /// Being polled; a wake sets NOTIFIED.
 const RUNNING: usize = 2;
-/// Woken while being polled; the run will requeue it.
+/// Woken while being polled; the run will requeue it (a further wake
+/// writes the state back, see `wake`).
 const NOTIFIED: usize = 3;
 /// Completed, panicked or cancelled; wakes do nothing.
 const DONE: usize = 4;
