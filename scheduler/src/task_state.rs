@@ -70,9 +70,15 @@ impl TaskState {
         {
             Ok(_) => RunOutcome::Done,
             Err(_) => {
-                // NOTIFIED: still ours; requeue. Relaxed: the queue push
-                // that follows publishes it to the next run.
-                self.0.store(SCHEDULED, Ordering::Relaxed);
+                // NOTIFIED: still ours; requeue. A swap, not a store: a
+                // waker that saw NOTIFIED writes it back (see `wake`), and
+                // the two must be read-modify-writes of one order, or that
+                // write-back could land after this and leave a queued task
+                // NOTIFIED (loom found it with 3 preemptions). AcqRel:
+                // acquires such a write-back; the queue push that follows
+                // publishes the rest to the next run.
+                let prev = self.0.swap(SCHEDULED, Ordering::AcqRel);
+                debug_assert_eq!(prev, NOTIFIED, "a running task's state changed under it");
                 RunOutcome::Yield
             }
         }
