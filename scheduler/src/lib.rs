@@ -70,18 +70,25 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 #![doc(test(attr(deny(warnings))))]
 
-// Under loom only the park/unpark handshake compiles (see `sync`). Its
-// items are `pub` for the `__loom` re-export below, which exists only under
-// loom; otherwise they are crate-internal.
+// Under loom only the park/unpark handshake, the LIFO slot, the task state
+// machine, a timer entry, the quiesce gate and `block_on` compile (see
+// `sync`). Their items are `pub` for the
+// `__loom` re-export below, which exists only under loom; otherwise they are
+// crate-internal.
 #[cfg_attr(not(loom), allow(unreachable_pub))]
 mod idle;
 #[cfg_attr(not(loom), allow(unreachable_pub))]
 mod lifo;
 #[cfg_attr(not(loom), allow(unreachable_pub))]
 mod park;
+#[cfg_attr(not(loom), allow(unreachable_pub))]
+mod quiesce;
 mod sync;
+#[cfg_attr(not(loom), allow(unreachable_pub))]
+mod task_state;
+#[cfg_attr(not(loom), allow(unreachable_pub))]
+mod timer_entry;
 
-#[cfg(not(loom))]
 mod block_on;
 #[cfg(not(loom))]
 mod config;
@@ -93,7 +100,6 @@ pub mod net;
 mod pin;
 #[cfg(not(loom))]
 mod reactor;
-#[cfg(not(loom))]
 mod runnable;
 #[cfg(not(loom))]
 mod scheduler;
@@ -106,15 +112,18 @@ mod wheel;
 #[cfg(not(loom))]
 mod worker;
 
-#[cfg(not(loom))]
 pub use crate::{
     block_on::block_on,
+    runnable::{Budget, RunOutcome, Runnable},
+    task_state::{JoinError, JoinHandle},
+};
+
+#[cfg(not(loom))]
+pub use crate::{
     config::{BuildError, Builder, DEFAULT_THROUGHPUT, MIN_STACK_SIZE},
     metrics::{Metrics, WorkerMetrics},
     pin::{Pinning, UnpinnedReason},
-    runnable::{Budget, RunOutcome, Runnable},
     scheduler::{Handle, QuiesceReport, Scheduler, SubmitError},
-    task::{JoinError, JoinHandle},
     timer::{Sleep, TimerHandle},
     worker::{assert_not_on_worker, current_worker, WorkerId},
 };
@@ -127,4 +136,7 @@ pub mod __loom {
     pub use crate::idle::{Idle, IdleSnapshot, Unparked, MAX_WORKERS};
     pub use crate::lifo::LifoSlot;
     pub use crate::park::Parker;
+    pub use crate::quiesce::QuiesceGate;
+    pub use crate::task_state::{JoinState, TaskState};
+    pub use crate::timer_entry::{Fired, TimerEntry};
 }

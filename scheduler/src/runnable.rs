@@ -1,7 +1,7 @@
 //! What the scheduler runs: the [`Runnable`] trait, its [`Budget`] and its
 //! [`RunOutcome`].
 
-use std::sync::Arc;
+use crate::sync::Arc;
 
 /// Something the scheduler can run: an actor cell, a future task, a timer
 /// callback.
@@ -66,6 +66,7 @@ impl Budget {
     }
 
     /// A budget for a run on a worker.
+    #[cfg_attr(loom, allow(dead_code))]
     pub(crate) fn on_worker(units: u32) -> Budget {
         Budget {
             remaining: units,
@@ -99,6 +100,7 @@ impl Budget {
             // pointer, never through the budget: a budget kept past its
             // run, or moved to another thread, at worst shares the LIFO
             // slot of whatever worker spends it (always harmless).
+            #[cfg(not(loom))]
             crate::worker::share_current_lifo();
         }
         self.remaining -= 1;
@@ -108,5 +110,16 @@ impl Budget {
     /// Whether no units are left.
     pub fn is_exhausted(&self) -> bool {
         self.remaining == 0
+    }
+}
+
+/// The text of a panic payload, when it is a string.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&'static str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "Box<dyn Any>".to_owned()
     }
 }

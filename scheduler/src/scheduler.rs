@@ -7,9 +7,10 @@ use crate::idle::Idle;
 use crate::lifo::LifoSlot;
 use crate::metrics::{Counters, Metrics};
 use crate::pin::{self, Pinning};
+use crate::quiesce::QuiesceGate;
 use crate::reactor::Reactor;
 use crate::runnable::Runnable;
-use crate::sync::{lock, thread, Arc, AtomicBool, AtomicUsize, Condvar, Mutex, Ordering};
+use crate::sync::{thread, Arc, AtomicBool, AtomicUsize, Ordering};
 use crate::timer::{TimerShared, TimerThread};
 use crate::worker;
 use crossbeam_deque::{Injector, Stealer, Worker as Deque};
@@ -45,11 +46,8 @@ pub(crate) struct Shared {
     /// Set once by quiesce; read by external submitters, which are then
     /// refused.
     closed: CachePadded<AtomicBool>,
-    /// Set (under `quiesce_lock`) while a quiesce waits for the workers to
-    /// park; read by the last worker to park.
-    quiescing: AtomicBool,
-    quiesce_lock: Mutex<()>,
-    quiesce_cv: Condvar,
+    /// Where a quiesce waits for the workers to park (see `quiesce.rs`).
+    quiesce: QuiesceGate,
     pub(crate) timers: Arc<TimerShared>,
     /// The I/O reactor (`net`); its poll is created on the first
     /// registration and polled by parking workers.
@@ -67,14 +65,7 @@ impl Shared {
 
     /// Called by a worker that parked and saw that no worker is unparked.
     pub(crate) fn all_parked(&self) {
-        // SeqCst: the worker's half of a Dekker pair with `quiesce`, which
-        // stores `quiescing` (SeqCst) and then reads the idle state (SeqCst);
-        // this worker decremented the state (SeqCst) before this load. One
-        // of the two sees the other.
-        if self.quiescing.load(Ordering::SeqCst) {
-            let _held = lock(&self.quiesce_lock);
-            self.quiesce_cv.notify_all();
-        }
+        self.quiesce.all_parked();
     }
 
     /// Submits from outside the workers of this scheduler.
@@ -305,9 +296,7 @@ impl Scheduler {
             counters: (0..workers).map(|_| CachePadded::default()).collect(),
             throughput: config.throughput,
             closed: CachePadded::new(AtomicBool::new(false)),
-            quiescing: AtomicBool::new(false),
-            quiesce_lock: Mutex::new(()),
-            quiesce_cv: Condvar::new(),
+            quiesce: QuiesceGate::new(),
             timers: Arc::new(TimerShared::new()),
             reactor,
         });
@@ -406,32 +395,29 @@ impl Scheduler {
         // emptiness checks below (pairs with the Acquire in submit).
         shared.closed.store(true, Ordering::SeqCst);
         let timers_pending = self.timer.take().map_or(0, TimerThread::stop);
-        let drained = {
-            let mut held = lock(&shared.quiesce_lock);
-            // SeqCst: Dekker pair with `Shared::all_parked` (see there).
-            shared.quiescing.store(true, Ordering::SeqCst);
-            loop {
-                // State, queues, state again: a worker that announced its
-                // park, then found work in its re-check, takes itself off
-                // the sleepers (state) before it takes the work (queues), so
-                // it cannot slip between the two state reads unseen.
-                if shared.idle.snapshot().unparked == 0
+        // State, queues, state again: a worker that announced its park,
+        // then found work in its re-check, takes itself off the sleepers
+        // (state) before it takes the work (queues), so it cannot slip
+        // between the two state reads unseen.
+        let drained = shared.quiesce.wait_until(
+            || {
+                shared.idle.snapshot().unparked == 0
                     && !shared.has_shared_work()
                     && shared.idle.snapshot().unparked == 0
-                {
-                    break true;
-                }
+            },
+            |condvar, held| {
                 let now = Instant::now();
                 if now >= deadline {
-                    break false;
+                    return None;
                 }
-                held = shared
-                    .quiesce_cv
-                    .wait_timeout(held, deadline - now)
-                    .map(|(g, _)| g)
-                    .unwrap_or_else(|e| e.into_inner().0);
-            }
-        };
+                Some(
+                    condvar
+                        .wait_timeout(held, deadline - now)
+                        .map(|(g, _)| g)
+                        .unwrap_or_else(|e| e.into_inner().0),
+                )
+            },
+        );
         shared.idle.shutdown();
         let me = thread::current().id();
         let mut runnables_left = 0;

@@ -6,16 +6,28 @@
 //! `std::sync::atomic`, `std::sync::{Mutex, Condvar}`, `std::thread` or
 //! `std::cell::UnsafeCell` directly.
 //!
-//! Only the idle/park and LIFO-slot modules compile under loom: the rest of the crate sits
-//! on crossbeam-deque, which is not loom-aware, and hands out
-//! `std::sync::Arc<dyn Runnable>`, which loom's `Arc` cannot unsize.
+//! Under loom the idle/park and LIFO-slot modules, the task state machine
+//! and join state (`task_state`), a timer entry (`timer_entry`), the
+//! quiesce gate (`quiesce`) and `block_on` compile (see
+//! docs/decisions/0014-loom-scheduler.md); the rest of the crate sits on
+//! crossbeam-deque, which is not loom-aware.
+//!
+//! `Arc` stays `std::sync::Arc` under loom: wakers are made with
+//! `Waker::from(Arc<impl Wake>)` and runnables are `Arc<dyn Runnable>`,
+//! neither of which loom's `Arc` supports. Its reference count is then not
+//! modelled (std's, tested on its own); everything the `Arc` points to is
+//! still built from loom's atomics, cells and mutexes, and those are.
 
 #[cfg(loom)]
 pub(crate) use loom::{
     cell::UnsafeCell,
     sync::atomic::{fence, AtomicBool, AtomicU8, AtomicUsize, Ordering},
     sync::{Condvar, Mutex, MutexGuard},
+    thread,
 };
+
+#[cfg(loom)]
+pub(crate) use std::sync::Arc;
 
 #[cfg(not(loom))]
 pub(crate) use std::{

@@ -24,15 +24,14 @@
 
 use crate::runnable::{Budget, RunOutcome, Runnable};
 use crate::scheduler::{Handle, Shared};
-use crate::sync::{
-    fence, lock, thread, Arc, AtomicBool, AtomicU64, AtomicUsize, Mutex, OnceLock, Ordering,
-};
+use crate::sync::{fence, thread, Arc, AtomicBool, AtomicU64, AtomicUsize, OnceLock, Ordering};
+use crate::timer_entry::{Action, Fired, TimerEntry};
 use crate::wheel::{Deadline, Wheel, MAX_TICKS};
 use crossbeam_deque::{Injector, Steal};
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 /// The longest the timer thread sleeps in one go.
@@ -54,67 +53,20 @@ const MONITOR_CONFIRM: u64 = 1;
 /// idle scheduler costs nothing), until a worker wakes.
 const MONITOR_IDLE_LOOKS: u32 = 16;
 
-/// Entry states.
-const PENDING: usize = 0;
-const FIRED: usize = 1;
-const CANCELLED: usize = 2;
-
-/// What a due timer does.
-enum Action {
-    /// Run this callback on a worker.
-    Callback(Box<dyn FnOnce() + Send>),
-    /// Run this callback on the timer thread itself (see
-    /// [`Handle::schedule_inline`]).
-    Inline(Box<dyn FnOnce() + Send>),
-    /// Wake this waker (a [`Sleep`]); `None` until first polled.
-    Wake(Option<Waker>),
-    /// Taken (fired or cancelled).
-    Gone,
-}
-
-pub(crate) struct TimerEntry {
-    /// Deadline in ticks (milliseconds since the scheduler started).
-    when: u64,
-    /// `PENDING`, then `FIRED` or `CANCELLED`; written once, by whoever wins
-    /// the compare-and-swap from `PENDING` (the timer thread or a canceller).
-    state: AtomicUsize,
-    /// Taken by the winner of `state`; a [`Sleep`] also updates its waker.
-    action: Mutex<Action>,
-}
-
 impl Deadline for Arc<TimerEntry> {
     fn when(&self) -> u64 {
-        self.when
+        TimerEntry::when(self)
     }
 
     fn is_dead(&self) -> bool {
-        // Relaxed: a hint; dropping a cancelled entry reads nothing of it.
-        self.state.load(Ordering::Relaxed) != PENDING
-    }
-}
-
-impl TimerEntry {
-    fn state(&self) -> usize {
-        // Acquire: pairs with the AcqRel compare-and-swap in `transition`,
-        // so a reader that sees FIRED sees what the firer did before.
-        self.state.load(Ordering::Acquire)
-    }
-
-    /// PENDING -> `to`; true for the one winner.
-    fn transition(&self, to: usize) -> bool {
-        // AcqRel: the winner acquires the scheduling thread's writes (the
-        // action) and releases its own to later `state` readers.
-        self.state
-            .compare_exchange(PENDING, to, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
+        self.is_dead_hint()
     }
 }
 
 /// A due callback runs as a runnable on a worker.
 impl Runnable for TimerEntry {
     fn run(self: Arc<Self>, _budget: &mut Budget) -> RunOutcome {
-        let action = std::mem::replace(&mut *lock(&self.action), Action::Gone);
-        if let Action::Callback(f) = action {
+        if let Some(f) = self.take_callback() {
             f();
         }
         RunOutcome::Done
@@ -169,11 +121,7 @@ impl TimerShared {
     }
 
     fn insert(&self, delay: Duration, action: Action) -> Arc<TimerEntry> {
-        let entry = Arc::new(TimerEntry {
-            when: self.deadline_after(delay),
-            state: AtomicUsize::new(PENDING),
-            action: Mutex::new(action),
-        });
+        let entry = Arc::new(TimerEntry::new(self.deadline_after(delay), action));
         // Relaxed: a count for the quiesce report; no memory depends on it.
         self.pending.fetch_add(1, Ordering::Relaxed);
         self.intake.push(Arc::clone(&entry));
@@ -191,7 +139,7 @@ impl TimerShared {
             self.cancel(&entry);
             return entry;
         }
-        if entry.when < self.sleeping_until.load(Ordering::SeqCst) {
+        if entry.when() < self.sleeping_until.load(Ordering::SeqCst) {
             if let Some(t) = self.thread.get() {
                 t.unpark();
             }
@@ -217,15 +165,10 @@ impl TimerShared {
     }
 
     fn cancel(&self, entry: &TimerEntry) -> bool {
-        if entry.transition(CANCELLED) {
+        entry.cancel(|| {
             // Relaxed: see `insert`.
             self.pending.fetch_sub(1, Ordering::Relaxed);
-            let action = std::mem::replace(&mut *lock(&entry.action), Action::Gone);
-            drop(action);
-            true
-        } else {
-            false
-        }
+        })
     }
 }
 
@@ -367,7 +310,7 @@ fn timer_loop(shared: &Arc<Shared>) -> usize {
         loop {
             match timers.intake.steal() {
                 Steal::Success(e) => {
-                    if e.state() == PENDING {
+                    if e.is_pending() {
                         if let Err(due) = wheel.insert(e) {
                             fire(due);
                         }
@@ -415,40 +358,13 @@ fn timer_loop(shared: &Arc<Shared>) -> usize {
 }
 
 fn fire(shared: &Arc<Shared>, entry: Arc<TimerEntry>) {
-    if !entry.transition(FIRED) {
-        return; // cancelled
-    }
-    // Relaxed: see `TimerShared::insert`.
-    shared.timers.pending.fetch_sub(1, Ordering::Relaxed);
-    let waker = {
-        let mut action = lock(&entry.action);
-        match &mut *action {
-            Action::Wake(w) => Some(w.take()),
-            Action::Inline(_) => {
-                let Action::Inline(f) = std::mem::replace(&mut *action, Action::Gone) else {
-                    unreachable!("matched Inline just above");
-                };
-                drop(action);
-                if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
-                    tracing::error!(
-                        panic = %crate::worker::panic_message(payload.as_ref()),
-                        "an inline timer callback panicked"
-                    );
-                }
-                return;
-            }
-            _ => None,
-        }
-    };
-    match waker {
-        Some(Some(w)) => w.wake(),
-        Some(None) => {} // a `Sleep` not polled yet; its first poll sees FIRED
-        None => {
-            // The timer thread is not a worker: this goes to the injector.
-            if shared.submit(entry).is_err() {
-                tracing::debug!("timer fired on a closed scheduler; callback dropped");
-            }
-        }
+    let fired = entry.fire(|| {
+        // Relaxed: see `TimerShared::insert`.
+        shared.timers.pending.fetch_sub(1, Ordering::Relaxed);
+    });
+    // The timer thread is not a worker: this goes to the injector.
+    if fired == Fired::Submit && shared.submit(entry).is_err() {
+        tracing::debug!("timer fired on a closed scheduler; callback dropped");
     }
 }
 
@@ -462,7 +378,7 @@ pub struct TimerHandle {
 impl fmt::Debug for TimerHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TimerHandle")
-            .field("deadline_ms", &self.entry.when)
+            .field("deadline_ms", &self.entry.when())
             .field("fired", &self.is_fired())
             .finish()
     }
@@ -478,7 +394,7 @@ impl TimerHandle {
     /// Whether the timer has fired (its callback was handed to a worker, or
     /// run on the timer thread for an inline one).
     pub fn is_fired(&self) -> bool {
-        self.entry.state() == FIRED
+        self.entry.is_fired()
     }
 }
 
@@ -549,7 +465,7 @@ pub struct Sleep {
 impl fmt::Debug for Sleep {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Sleep")
-            .field("deadline_ms", &self.entry.when)
+            .field("deadline_ms", &self.entry.when())
             .finish_non_exhaustive()
     }
 }
@@ -558,26 +474,7 @@ impl Future for Sleep {
     type Output = ();
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        if self.entry.state() == FIRED {
-            return Poll::Ready(());
-        }
-        {
-            let mut action = lock(&self.entry.action);
-            if let Action::Wake(w) = &mut *action {
-                match w {
-                    Some(w) if w.will_wake(cx.waker()) => {}
-                    _ => *w = Some(cx.waker().clone()),
-                }
-            }
-        }
-        // Re-check after registering: the firer sets FIRED before it takes
-        // the waker under the same lock, so either it took ours or we see
-        // FIRED here.
-        if self.entry.state() == FIRED {
-            Poll::Ready(())
-        } else {
-            Poll::Pending
-        }
+        self.entry.poll_sleep(cx)
     }
 }
 

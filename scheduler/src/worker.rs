@@ -5,6 +5,7 @@ use crate::config::INJECTOR_INTERVAL;
 use crate::idle::Unparked;
 use crate::lifo::LifoSlot;
 use crate::metrics::Counters;
+pub(crate) use crate::runnable::panic_message;
 use crate::runnable::{Budget, RunOutcome};
 use crate::scheduler::{Job, Shared};
 use crate::sync::{Arc, Ordering};
@@ -184,17 +185,6 @@ pub(crate) fn report_panic(payload: &(dyn Any + Send), what: &str) {
         }
         None => tracing::error!(panic = %message, "{what} panicked off the scheduler"),
     });
-}
-
-/// The text of a panic payload, when it is a string.
-pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&'static str>() {
-        (*s).to_owned()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "Box<dyn Any>".to_owned()
-    }
 }
 
 /// One urgent runnable, if any. Looked at before every run, where in the
