@@ -216,10 +216,16 @@ pub(crate) struct Books {
 
 impl Books {
     fn new(cfg: &Config) -> Books {
+        let ring: Vec<AtomicU64> = (0..RING).map(|_| AtomicU64::new(0)).collect();
+        // Written once here (a zeroed allocation may come as untouched
+        // pages), so the ledger is resident from the start and the RSS
+        // samples measure the engine.
+        for slot in &ring {
+            // Relaxed: no other thread sees the ring yet.
+            slot.store(0, Ordering::Relaxed);
+        }
         Books {
-            // Written once here, so the ledger's pages are resident from the
-            // start and RSS samples later measure the engine.
-            ring: (0..RING).map(|_| AtomicU64::new(0)).collect(),
+            ring,
             buckets: Default::default(),
             issued: AtomicU64::new(0),
             settled: AtomicU64::new(0),
