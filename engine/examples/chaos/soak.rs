@@ -19,9 +19,11 @@
 //! - every id is accounted for exactly once, in exactly one bucket:
 //!   handled (`receive` got it and returned `Ok`), dead-lettered (published
 //!   as a `DeadLetter`), dropped by failure (`receive` got it and failed:
-//!   Akka does not hand the failing message to the next incarnation, nor to
-//!   the resumed one, so it is gone, and it is counted here once, by the
-//!   handler that failed on it), cancelled (a timer message cancelled before
+//!   "the restart is not visible outside of the actor itself with the
+//!   notable exception that the message during which the failure occurred
+//!   is not re-processed" (akka-net-supervision.txt, "What Restarting
+//!   Means"), nor by a resumed actor, so it is gone, and it is counted here
+//!   once, by the handler that failed on it), cancelled (a timer message cancelled before
 //!   delivery: by the producer's `Cancellable::cancel` returning `true`, or
 //!   by its actor's stop or restart, which the actor's `post_stop` observes);
 //! - `pre_start` and `post_stop` ran the same number of times at every
