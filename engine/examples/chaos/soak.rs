@@ -994,12 +994,13 @@ impl Report {
         if self.samples.len() < 3 {
             return None;
         }
+        // The sample nearest a third of the run (the samples fall on whole
+        // intervals; the run ends a little after its last one).
         let third = self.elapsed.as_secs_f64() / 3.0;
         let base = *self
             .samples
             .iter()
-            .find(|s| s.at >= third)
-            .unwrap_or(&self.samples[0]);
+            .min_by(|a, b| (a.at - third).abs().total_cmp(&(b.at - third).abs()))?;
         let last = *self.samples.last()?;
         Some((base, last))
     }
