@@ -877,7 +877,7 @@ pub(crate) struct Report {
     pub(crate) issued: u64,
     /// Ids per bucket.
     pub(crate) buckets: [u64; 5],
-    /// Ids seen twice, stray, or not exactly once.
+    /// Settlements of an id already settled (see `Books::twice`).
     pub(crate) twice: u64,
     /// See `Books::stray`.
     pub(crate) stray: u64,
