@@ -159,7 +159,9 @@ fn a_dead_subscriber_actor_is_removed() {
         .spawn(Worker::props("w", &log.tx()), "w")
         .expect("spawn");
     // w has started (its own Started event is published before it handles
-    // anything) before it subscribes, so that event is not counted below.
+    // anything) before it subscribes, so that event is not counted below;
+    // nor are the guardians' (published before `build` returned: see
+    // `no_guardian_is_still_starting_when_build_returns`).
     assert_eq!(count(&w), 0);
     let stream = system.event_stream();
     stream.subscribe_actor(&w, |_: &LifecycleEvent| WorkerMsg::Inc);
@@ -172,4 +174,55 @@ fn a_dead_subscriber_actor_is_removed() {
     assert!(stream.has_subscribers::<u32>());
     assert_eq!(stream.publish(8_u32), 0);
     assert!(!stream.has_subscribers::<u32>());
+}
+
+/// After `build()` returns, the three guardians have started and their
+/// Started events are published: a subscriber from then on sees only what
+/// happens to the user's own actors. Each guardian's creation used to run
+/// on a worker after the root had reported to the builder, so on a loaded
+/// machine a guardian's Started event could come after a test had
+/// subscribed (the flake of `a_dead_subscriber_actor_is_removed`, whose
+/// subscriber actor counted it: 2 instead of 1). Spinning threads make the
+/// workers lose their core at random points; the check itself is on counts
+/// after termination, by when every guardian has started.
+#[test]
+fn no_guardian_is_still_starting_when_build_returns() {
+    use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+    use std::sync::Arc;
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let spinners: Vec<_> = (0..4)
+        .map(|_| {
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            })
+        })
+        .collect();
+    let mut late = 0;
+    for _ in 0..300 {
+        let system = TestSystem::new();
+        let seen = Arc::new(AtomicU32::new(0));
+        let counter = Arc::clone(&seen);
+        system.event_stream().subscribe(move |e: &LifecycleEvent| {
+            let path = e.actor.path();
+            if e.kind == LifecycleKind::Started
+                && matches!(path.as_str(), "/" | "/user" | "/system")
+            {
+                counter.fetch_add(1, Ordering::SeqCst);
+            }
+        });
+        system.shutdown();
+        late += seen.load(Ordering::SeqCst);
+    }
+    stop.store(true, Ordering::Relaxed);
+    for s in spinners {
+        s.join().expect("spinner");
+    }
+    assert_eq!(
+        late, 0,
+        "guardian Started events published after build() returned"
+    );
 }

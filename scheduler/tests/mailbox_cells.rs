@@ -9,7 +9,7 @@ mod support;
 mod cell;
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, OnceLock};
+use std::sync::{mpsc, Arc, OnceLock, Weak};
 use std::thread;
 
 use cell::{Cell, Signal};
@@ -29,7 +29,10 @@ fn ping_pong_between_cells_loses_nothing() {
     let s = support::scheduler(2);
     let total = n(200_000);
     let (done_tx, done_rx) = mpsc::channel();
-    let peer: Arc<OnceLock<Arc<Cell<u64>>>> = Arc::new(OnceLock::new());
+    // Weak: ping holds pong, and pong reaches ping through this; a strong
+    // reference made a cycle that leaked both cells and, through their
+    // handles, the scheduler (LeakSanitizer, in .ci/run's ASan step).
+    let peer: Arc<OnceLock<Weak<Cell<u64>>>> = Arc::new(OnceLock::new());
     let pong = {
         let peer = peer.clone();
         let done = done_tx.clone();
@@ -37,7 +40,8 @@ fn ping_pong_between_cells_loses_nothing() {
             if k >= total {
                 done.send(k).expect("test alive");
             } else {
-                let _ = peer.get().expect("wired").tell(k + 1);
+                let ping = peer.get().and_then(Weak::upgrade).expect("wired");
+                let _ = ping.tell(k + 1);
             }
         })
     };
@@ -51,7 +55,7 @@ fn ping_pong_between_cells_loses_nothing() {
             }
         })
     };
-    assert!(peer.set(ping.clone()).is_ok());
+    assert!(peer.set(Arc::downgrade(&ping)).is_ok());
     ping.tell(0).expect("open");
     let last = done_rx
         .recv_timeout(support::FAILSAFE)

@@ -19,6 +19,7 @@ use crate::api::promise::Slot;
 use crate::error::{validate_system_name, SpawnError, SystemError};
 use crate::observe::dead_letters::{DeadLetter, DeadLetters, Kill, PoisonPill};
 use crate::observe::event_stream::EventStream;
+use crate::observe::events::{LifecycleEvent, LifecycleKind};
 use crate::runtime::coordinated;
 use crate::runtime::guardian::Root;
 use crate::runtime::signal::{AutoMsg, Envelope};
@@ -307,8 +308,10 @@ impl SystemBuilder {
         self
     }
 
-    /// Starts the scheduler and the guardians, and returns the first user
-    /// handle: the system terminates when it and every clone of it are
+    /// Starts the scheduler and the guardians (it returns once all three
+    /// have started and published their [`LifecycleEvent`]s, so a
+    /// subscriber added afterwards sees only the user's actors), and
+    /// returns the first user handle: the system terminates when it and every clone of it are
     /// dropped (see [`ActorSystem`]'s lifetime), or when
     /// [`terminate`](ActorSystem::terminate) is called. Fails with a typed error
     /// naming what is wrong if the name is invalid, if the
@@ -346,9 +349,30 @@ impl SystemBuilder {
         // The engine's reference (the root cell keeps it); the user's
         // handle is made once the guardians have started.
         let system = ActorSystem::from_inner(Arc::clone(&inner));
+        // The builder returns once the three guardians have started and
+        // published their Started events, so that a subscriber from then on
+        // sees only what happens to the user's actors (the root reports
+        // from its `pre_start`, before its own event, and `/user` and
+        // `/system` are created on a worker after that: on a loaded machine
+        // their events came after `build` had returned). Until then every
+        // lifecycle event is a guardian's.
+        let (started_tx, started_rx) = mpsc::channel::<()>();
+        let guardians_started = inner.events.subscribe(move |e: &LifecycleEvent| {
+            if e.kind == LifecycleKind::Started {
+                let _ = started_tx.send(());
+            }
+        });
+        let patience = Instant::now() + Duration::from_secs(30);
         let (tx, rx) = mpsc::channel();
         let root = spawn_root(&system, Root::props(tx, self.user_strategy)).id();
-        match rx.recv_timeout(Duration::from_secs(30)) {
+        let started = rx.recv_timeout(Duration::from_secs(30)).and_then(|ids| {
+            for _ in 0..3 {
+                started_rx.recv_timeout(patience.saturating_duration_since(Instant::now()))?;
+            }
+            Ok(ids)
+        });
+        inner.events.unsubscribe(&guardians_started);
+        match started {
             Ok((user, sys)) => {
                 *system.guardians() = Some(Guardians {
                     root,
