@@ -25,6 +25,7 @@
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::cell::UnsafeCell;
 use std::ptr;
+#[cfg(not(loom))]
 use std::sync::Mutex;
 
 /// Blocks moved between a thread and the global stack at a time.
@@ -35,6 +36,7 @@ pub(crate) const MAX_SIZE: usize = 128;
 pub(crate) const ALIGN: usize = 16;
 const CLASSES: usize = MAX_SIZE / ALIGN;
 /// Batches kept per class in the global stack (1 MiB of 128-byte blocks).
+#[cfg_attr(loom, allow(dead_code))] // no global stack under loom
 pub(crate) const GLOBAL_MAX_BATCHES: usize = 128;
 
 /// A free block's first word links it to the next free block.
@@ -115,6 +117,7 @@ fn class_layout(class: usize) -> Layout {
     Layout::from_size_align((class + 1) * ALIGN, ALIGN).expect("classes are valid layouts")
 }
 
+#[cfg(not(loom))]
 static GLOBAL: [Mutex<Vec<FreeList>>; CLASSES] = [const { Mutex::new(Vec::new()) }; CLASSES];
 
 /// The calling thread's free lists. Only this thread touches them.
@@ -130,12 +133,25 @@ impl Drop for Local {
     }
 }
 
+#[cfg(not(loom))]
 thread_local! {
     static LOCAL: Local = const {
         Local { lists: UnsafeCell::new([const { FreeList::EMPTY }; CLASSES]) }
     };
 }
 
+// Under loom the per-thread lists are loom's thread-locals (one set per
+// modelled thread, dropped when that thread ends), so the models run this
+// cache's real allocation path and a freed node's address comes back on the
+// next allocation of the freeing thread, as it does outside loom. The global
+// stack is left out (see `give_to_global`).
+#[cfg(loom)]
+loom::thread_local! {
+    static LOCAL: Local =
+        Local { lists: UnsafeCell::new([const { FreeList::EMPTY }; CLASSES]) };
+}
+
+#[cfg(not(loom))]
 fn give_to_global(class: usize, mut list: FreeList) {
     if list.len == 0 {
         return;
@@ -152,11 +168,27 @@ fn give_to_global(class: usize, mut list: FreeList) {
     }
 }
 
+#[cfg(not(loom))]
 fn take_from_global(class: usize) -> Option<FreeList> {
     GLOBAL[class]
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .pop()
+}
+
+/// Under loom there is no global stack: a static would outlive the model's
+/// executions (and a loom `lazy_static` is dropped before the main thread's
+/// thread-locals, which give their blocks back here), so blocks go back to
+/// the allocator. The models never reach `2 * BATCH` cached blocks anyway;
+/// what they check is the per-thread reuse.
+#[cfg(loom)]
+fn give_to_global(class: usize, mut list: FreeList) {
+    list.release(class);
+}
+
+#[cfg(loom)]
+fn take_from_global(_class: usize) -> Option<FreeList> {
+    None
 }
 
 /// Allocates memory for `layout` (a node's), from the cache when it can.
@@ -240,6 +272,7 @@ pub fn trim_node_cache() -> usize {
             list.release(class);
         }
     });
+    #[cfg(not(loom))]
     for (class, global) in GLOBAL.iter().enumerate() {
         let lists = std::mem::take(&mut *global.lock().unwrap_or_else(|e| e.into_inner()));
         for mut list in lists {
@@ -250,7 +283,7 @@ pub fn trim_node_cache() -> usize {
     freed
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 
