@@ -25,7 +25,6 @@
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::cell::UnsafeCell;
 use std::ptr;
-#[cfg(not(loom))]
 use std::sync::Mutex;
 
 /// Blocks moved between a thread and the global stack at a time.
@@ -36,7 +35,6 @@ pub(crate) const MAX_SIZE: usize = 128;
 pub(crate) const ALIGN: usize = 16;
 const CLASSES: usize = MAX_SIZE / ALIGN;
 /// Batches kept per class in the global stack (1 MiB of 128-byte blocks).
-#[cfg_attr(loom, allow(dead_code))] // no global stack under loom
 pub(crate) const GLOBAL_MAX_BATCHES: usize = 128;
 
 /// A free block's first word links it to the next free block.
@@ -117,7 +115,6 @@ fn class_layout(class: usize) -> Layout {
     Layout::from_size_align((class + 1) * ALIGN, ALIGN).expect("classes are valid layouts")
 }
 
-#[cfg(not(loom))]
 static GLOBAL: [Mutex<Vec<FreeList>>; CLASSES] = [const { Mutex::new(Vec::new()) }; CLASSES];
 
 /// The calling thread's free lists. Only this thread touches them.
@@ -142,16 +139,16 @@ thread_local! {
 
 // Under loom the per-thread lists are loom's thread-locals (one set per
 // modelled thread, dropped when that thread ends), so the models run this
-// cache's real allocation path and a freed node's address comes back on the
-// next allocation of the freeing thread, as it does outside loom. The global
-// stack is left out (see `give_to_global`).
+// cache's real code and a freed node's address comes back on the next
+// allocation of the freeing thread, as it does outside loom. The global
+// stack is the same `std` static (loom runs its threads on one OS thread,
+// and no loom operation happens under its lock).
 #[cfg(loom)]
 loom::thread_local! {
     static LOCAL: Local =
         Local { lists: UnsafeCell::new([const { FreeList::EMPTY }; CLASSES]) };
 }
 
-#[cfg(not(loom))]
 fn give_to_global(class: usize, mut list: FreeList) {
     if list.len == 0 {
         return;
@@ -160,7 +157,13 @@ fn give_to_global(class: usize, mut list: FreeList) {
     // Vec of lists is still consistent (pushes and pops are atomic from the
     // lists' point of view).
     let mut global = GLOBAL[class].lock().unwrap_or_else(|e| e.into_inner());
-    if global.len() < GLOBAL_MAX_BATCHES {
+    // Under loom no block goes back to the allocator (the stack is not
+    // bounded; blocks in it are taken again by later allocations, of this
+    // model execution or the next): freed mid-execution, a block could come
+    // back from `alloc` at the address of a mark some thread still holds,
+    // depending on the allocator's state rather than on the schedule, and
+    // loom requires one schedule to take one path.
+    if cfg!(loom) || global.len() < GLOBAL_MAX_BATCHES {
         global.push(list);
     } else {
         drop(global);
@@ -168,27 +171,11 @@ fn give_to_global(class: usize, mut list: FreeList) {
     }
 }
 
-#[cfg(not(loom))]
 fn take_from_global(class: usize) -> Option<FreeList> {
     GLOBAL[class]
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .pop()
-}
-
-/// Under loom there is no global stack: a static would outlive the model's
-/// executions (and a loom `lazy_static` is dropped before the main thread's
-/// thread-locals, which give their blocks back here), so blocks go back to
-/// the allocator. The models never reach `2 * BATCH` cached blocks anyway;
-/// what they check is the per-thread reuse.
-#[cfg(loom)]
-fn give_to_global(class: usize, mut list: FreeList) {
-    list.release(class);
-}
-
-#[cfg(loom)]
-fn take_from_global(_class: usize) -> Option<FreeList> {
-    None
 }
 
 /// Allocates memory for `layout` (a node's), from the cache when it can.
@@ -250,9 +237,16 @@ pub(crate) unsafe fn free_block(block: *mut u8, layout: Layout) {
         }
     });
     if cached.is_err() {
-        // The thread is exiting and its cache is gone.
-        // SAFETY: every block of this class was allocated with this layout.
-        unsafe { dealloc(block, class_layout(class)) };
+        // The thread is exiting and its cache is gone: back to the allocator
+        // (under loom to the global stack instead, see `give_to_global`).
+        let mut list = FreeList::EMPTY;
+        // SAFETY: the block is free and of this class (caller's contract).
+        unsafe { list.push(block) };
+        if cfg!(loom) {
+            give_to_global(class, list);
+        } else {
+            list.release(class);
+        }
     }
 }
 
@@ -272,7 +266,6 @@ pub fn trim_node_cache() -> usize {
             list.release(class);
         }
     });
-    #[cfg(not(loom))]
     for (class, global) in GLOBAL.iter().enumerate() {
         let lists = std::mem::take(&mut *global.lock().unwrap_or_else(|e| e.into_inner()));
         for mut list in lists {
