@@ -15,11 +15,10 @@
 //! - `reserve_user_slot` as a check-then-act (a load, the capacity check,
 //!   then `fetch_add` instead of the compare-and-swap):
 //!   `a_full_lane_rejects_and_hands_the_message_back` fails (both senders
-//!   accepted by a lane of one).
+//!   accepted by a lane of one), and `reservations_follow_the_run_holder`
+//!   (capacity exceeded).
 //! - `dequeue` without its `fetch_sub` (a reservation leaked by every
-//!   handled message): `reservations_follow_the_run_holder` and
-//!   `close_leaks_no_reservation` fail (count not zero at the end, and a
-//!   later send rejected as full).
+//!   handled message): all three models fail (count not zero at the end).
 //! - `enqueue_user` reserving before its closed check, returning `Closed`
 //!   without giving the place back: `close_leaks_no_reservation` fails.
 #![cfg(loom)]

@@ -6,22 +6,26 @@
 //!
 //! Under `--cfg loom` the cache's per-thread free lists are loom
 //! thread-locals (`mailbox/src/node_cache.rs`), so the models run the
-//! cache's real allocation path; only the global stack, which moves blocks
-//! between threads in batches of 64, is left out (the models never cache
-//! that many blocks).
+//! cache's real code. One difference: under loom no block goes back to the
+//! allocator while the process runs (the global stack keeps them, and later
+//! allocations take them again), because `malloc` handing a freed address
+//! back would depend on the allocator's state, not on the schedule, and
+//! loom needs each schedule to take one path (decision record 0015).
 //!
 //! Run with
 //! `RUSTFLAGS="--cfg loom -C debug_assertions" LOOM_MAX_PREEMPTIONS=2 cargo test -p proscenium-loom-tests --release`.
 //!
-//! Mutations checked to be caught (each applied alone, then reverted):
+//! Mutations checked to be caught (each applied alone, then reverted; run
+//! on the first version of this change, whose loom cache still freed
+//! blocks to the allocator at thread exit):
 //!
 //! - `Node::alloc`/`Node::free` back on `Box` under loom (the state before
 //!   this model): `a_freed_node_address_comes_back_and_fools_a_stale_mark`
 //!   fails (`nonempty_since` sees the new address, so no reuse is
 //!   explored).
 //! - `FreeList::pop` returns the head block without unlinking it (two live
-//!   nodes at one address): every model here fails (a value read twice or
-//!   lost, or loom's causality check on the node's cells).
+//!   nodes at one address): the `node_cache` and `mailbox` test binaries
+//!   fail (they crash: one block holds two live nodes).
 //! - `Mailbox::release` without its `fence(SeqCst)`:
 //!   `a_holder_fooled_by_a_reused_mark_strands_nothing` fails (a message
 //!   left in the mailbox with nobody scheduled).

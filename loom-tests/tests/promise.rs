@@ -18,13 +18,15 @@
 //! Mutations checked to be caught (each applied alone, then reverted):
 //!
 //! - `complete` without `notify_all` (a missing wake):
-//!   `reply_races_the_timeout_and_a_blocked_waiter_gets_the_first` fails
-//!   (loom reports the waiter blocked forever).
+//!   `reply_races_the_timeout_and_a_blocked_waiter_gets_the_first` and
+//!   `a_timer_dropped_unfired_still_ends_the_wait` fail (loom reports the
+//!   waiter blocked forever).
 //! - `complete` reading `blocked` under a separate, earlier lock, before
-//!   it sets `completed` (a check-then-act split): the same model fails
-//!   (the waiter blocks between the two and is never notified).
-//! - `set_timer` storing the timer without checking `completed`: the same
-//!   model fails (a reply that came first leaves the timer armed).
+//!   it sets `completed` (a check-then-act split): the same two models
+//!   fail (the waiter blocks between the two and is never notified).
+//! - `set_timer` storing the timer without checking `completed`:
+//!   `reply_races_the_timeout_and_a_blocked_waiter_gets_the_first` fails
+//!   (a reply that came first leaves the timer armed).
 //! - `poll_take` registering its waker under a second lock, after the one
 //!   that found no value: `a_future_waiter_wakes_for_a_reply_or_the_drop`
 //!   fails (a lost wake-up; loom reports the future never woken).

@@ -19,6 +19,10 @@
 //!
 //! Mutations checked to be caught (each applied alone, then reverted):
 //!
+//! - `drain_into` answering system messages at once (the code before this
+//!   model, which found the defect: decision record 0015):
+//!   `a_watch_is_answered_after_the_dead_letters_queued_before_it` fails
+//!   (`[Answered(Watch(0)), DeadLetter((0, 0)), ..]`).
 //! - `close_and_drain` answering system messages at once instead of
 //!   holding them: `a_watch_is_answered_after_the_dead_letters_queued_before_it`
 //!   fails (a sender's watch answered before the message it sent first
@@ -29,7 +33,7 @@
 //!   `a_system_only_dequeue_takes_no_user_message_and_keeps_the_suspension`
 //!   fails (a user message taken ahead of the unstashed one).
 //! - `dequeue_system_only` with `resume_all` instead of `resume`: the same
-//!   model fails (a failed actor's suspension lost).
+//!   model fails ("the suspension was lost").
 #![cfg(loom)]
 
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
