@@ -27,6 +27,11 @@
 //!   holding them: `a_watch_is_answered_after_the_dead_letters_queued_before_it`
 //!   fails (a sender's watch answered before the message it sent first
 //!   was dead-lettered).
+//! - `dequeue_system_only` resuming before its dequeue:
+//!   `a_system_only_dequeue_takes_no_user_message_and_keeps_the_suspension`
+//!   fails (a user message taken ahead of the unstashed one).
+//! - `dequeue_system_only` with `resume_all` instead of `resume`: the same
+//!   model fails ("the suspension was lost").
 //!
 //! Not caught, and why: `close_and_drain` without its first loop (closing
 //! at once). Since the post-close drain holds system messages too, that
@@ -34,11 +39,6 @@
 //! to the sender", both of which the model accepts; what the open drain
 //! buys (a queued message's dead letter published by the actor, not by
 //! each sender) is not something the model tells apart.
-//! - `dequeue_system_only` resuming before its dequeue:
-//!   `a_system_only_dequeue_takes_no_user_message_and_keeps_the_suspension`
-//!   fails (a user message taken ahead of the unstashed one).
-//! - `dequeue_system_only` with `resume_all` instead of `resume`: the same
-//!   model fails ("the suspension was lost").
 #![cfg(loom)]
 
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
