@@ -43,7 +43,6 @@
 
 mod error;
 mod mailbox;
-#[cfg_attr(loom, allow(dead_code))] // loom builds allocate nodes with Box
 mod node_cache;
 mod queue;
 mod state;

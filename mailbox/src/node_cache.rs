@@ -130,10 +130,23 @@ impl Drop for Local {
     }
 }
 
+#[cfg(not(loom))]
 thread_local! {
     static LOCAL: Local = const {
         Local { lists: UnsafeCell::new([const { FreeList::EMPTY }; CLASSES]) }
     };
+}
+
+// Under loom the per-thread lists are loom's thread-locals (one set per
+// modelled thread, dropped when that thread ends), so the models run this
+// cache's real code and a freed node's address comes back on the next
+// allocation of the freeing thread, as it does outside loom. The global
+// stack is the same `std` static (loom runs its threads on one OS thread,
+// and no loom operation happens under its lock).
+#[cfg(loom)]
+loom::thread_local! {
+    static LOCAL: Local =
+        Local { lists: UnsafeCell::new([const { FreeList::EMPTY }; CLASSES]) };
 }
 
 fn give_to_global(class: usize, mut list: FreeList) {
@@ -144,7 +157,13 @@ fn give_to_global(class: usize, mut list: FreeList) {
     // Vec of lists is still consistent (pushes and pops are atomic from the
     // lists' point of view).
     let mut global = GLOBAL[class].lock().unwrap_or_else(|e| e.into_inner());
-    if global.len() < GLOBAL_MAX_BATCHES {
+    // Under loom no block goes back to the allocator (the stack is not
+    // bounded; blocks in it are taken again by later allocations, of this
+    // model execution or the next): freed mid-execution, a block could come
+    // back from `alloc` at the address of a mark some thread still holds,
+    // depending on the allocator's state rather than on the schedule, and
+    // loom requires one schedule to take one path.
+    if cfg!(loom) || global.len() < GLOBAL_MAX_BATCHES {
         global.push(list);
     } else {
         drop(global);
@@ -218,9 +237,16 @@ pub(crate) unsafe fn free_block(block: *mut u8, layout: Layout) {
         }
     });
     if cached.is_err() {
-        // The thread is exiting and its cache is gone.
-        // SAFETY: every block of this class was allocated with this layout.
-        unsafe { dealloc(block, class_layout(class)) };
+        // The thread is exiting and its cache is gone: back to the allocator
+        // (under loom to the global stack instead, see `give_to_global`).
+        let mut list = FreeList::EMPTY;
+        // SAFETY: the block is free and of this class (caller's contract).
+        unsafe { list.push(block) };
+        if cfg!(loom) {
+            give_to_global(class, list);
+        } else {
+            list.release(class);
+        }
     }
 }
 
@@ -250,7 +276,7 @@ pub fn trim_node_cache() -> usize {
     freed
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 

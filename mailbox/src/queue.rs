@@ -19,14 +19,12 @@
 //! the user lane's head among the senders' words and the system lane's head
 //! and both tails among the run holder's, without padding.
 
-#[cfg(not(loom))]
 use std::alloc::Layout;
 use std::mem::MaybeUninit;
 use std::ptr;
 
 use crossbeam_utils::CachePadded;
 
-#[cfg(not(loom))]
 use crate::node_cache;
 use crate::sync::{AtomicPtr, Ordering, UnsafeCell};
 
@@ -54,23 +52,18 @@ struct Node<T> {
 }
 
 impl<T> Node<T> {
-    /// Allocates a node from the node cache (see `node_cache.rs`; under loom
-    /// from the global allocator, so that loom tracks every node).
+    /// Allocates a node from the node cache (see `node_cache.rs`; also under
+    /// loom, so that the models see freed addresses reused).
     fn alloc(value: MaybeUninit<T>) -> *mut Node<T> {
         let node = Node {
             next: AtomicPtr::new(ptr::null_mut()),
             value: UnsafeCell::new(value),
         };
-        #[cfg(not(loom))]
-        {
-            let block = node_cache::alloc_block(Layout::new::<Node<T>>()).cast::<Node<T>>();
-            // SAFETY: `alloc_block` returns a fresh, non-null block that fits
-            // `Node<T>`'s size and alignment.
-            unsafe { block.write(node) };
-            block
-        }
-        #[cfg(loom)]
-        Box::into_raw(Box::new(node))
+        let block = node_cache::alloc_block(Layout::new::<Node<T>>()).cast::<Node<T>>();
+        // SAFETY: `alloc_block` returns a fresh, non-null block that fits
+        // `Node<T>`'s size and alignment.
+        unsafe { block.write(node) };
+        block
     }
 
     /// Frees a node.
@@ -80,17 +73,14 @@ impl<T> Node<T> {
     /// `node` came from [`Node::alloc`], is unreachable from the queue, and
     /// its value has been taken (or was never there).
     unsafe fn free(node: *mut Node<T>) {
-        #[cfg(not(loom))]
         // SAFETY: caller's contract; `Node` holds no value needing a drop
         // (the payload is `MaybeUninit`), so dropping in place only runs the
-        // fields' own (trivial) drops before the memory goes back.
+        // fields' own drops (trivial, or under loom the release of loom's
+        // tracking objects) before the memory goes back.
         unsafe {
             ptr::drop_in_place(node);
             node_cache::free_block(node.cast(), Layout::new::<Node<T>>());
         }
-        #[cfg(loom)]
-        // SAFETY: caller's contract; allocated by `Box::new` under loom.
-        drop(unsafe { Box::from_raw(node) });
     }
 }
 

@@ -1,15 +1,26 @@
 //! A write-once slot that futures poll and plain threads wait on: the
 //! machinery behind `ask`, `graceful_stop` and termination.
+//!
+//! Its lock and condvar come through `crate::sync`, so the loom models in
+//! `loom-tests/tests/promise.rs` run this code; under loom the timeout
+//! timer is the shim's `ModelTimer` (the scheduler's timer thread does not
+//! compile there), and the items are `pub` for the crate's `__loom`
+//! re-export.
+#![cfg_attr(not(loom), allow(unreachable_pub))]
 
-use std::sync::{Condvar, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
+#[cfg(not(loom))]
 use proscenium_scheduler::TimerHandle;
+
+#[cfg(loom)]
+use crate::sync::ModelTimer as TimerHandle;
+use crate::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 /// A value that is set once (the first `complete` wins) and then taken or
 /// cloned by its waiters.
-pub(crate) struct Slot<T> {
+pub struct Slot<T> {
     state: Mutex<State<T>>,
     ready: Condvar,
 }
@@ -27,7 +38,8 @@ struct State<T> {
 }
 
 impl<T> Slot<T> {
-    pub(crate) fn new() -> Slot<T> {
+    /// An empty slot.
+    pub fn new() -> Slot<T> {
         Slot {
             state: Mutex::new(State {
                 value: None,
@@ -46,7 +58,7 @@ impl<T> Slot<T> {
     }
 
     /// Sets the value, or hands it back if the slot was already completed.
-    pub(crate) fn complete(&self, value: T) -> Result<(), T> {
+    pub fn complete(&self, value: T) -> Result<(), T> {
         let mut state = self.lock();
         if state.completed {
             return Err(value);
@@ -73,12 +85,13 @@ impl<T> Slot<T> {
         Ok(())
     }
 
-    pub(crate) fn is_completed(&self) -> bool {
+    /// Whether a value was set (taken or not).
+    pub fn is_completed(&self) -> bool {
         self.lock().completed
     }
 
     /// Attaches the fallback timer (cancelled at once if already completed).
-    pub(crate) fn set_timer(&self, timer: TimerHandle) {
+    pub fn set_timer(&self, timer: TimerHandle) {
         let mut state = self.lock();
         if state.completed {
             drop(state);
@@ -89,7 +102,7 @@ impl<T> Slot<T> {
     }
 
     /// Cancels the fallback timer (the waiter lost interest).
-    pub(crate) fn cancel_timer(&self) {
+    pub fn cancel_timer(&self) {
         let timer = self.lock().timer.take();
         if let Some(t) = timer {
             t.cancel();
@@ -103,7 +116,7 @@ impl<T> Slot<T> {
     }
 
     /// Polls for the value, taking it (one consumer).
-    pub(crate) fn poll_take(&self, cx: &Context<'_>) -> Poll<T> {
+    pub fn poll_take(&self, cx: &Context<'_>) -> Poll<T> {
         let mut state = self.lock();
         match state.value.take() {
             Some(v) => Poll::Ready(v),
@@ -117,24 +130,24 @@ impl<T> Slot<T> {
 
     /// Takes the value if it is there, without waiting (`None`: not yet
     /// completed, or already taken).
-    pub(crate) fn try_take(&self) -> Option<T> {
+    pub fn try_take(&self) -> Option<T> {
         self.lock().value.take()
     }
 
     /// Whether a value is waiting to be taken (completed and not taken).
-    pub(crate) fn has_value(&self) -> bool {
+    pub fn has_value(&self) -> bool {
         self.lock().value.is_some()
     }
 
     /// Blocks this thread until the value is set, and takes it.
-    pub(crate) fn wait_take(&self) -> T {
+    pub fn wait_take(&self) -> T {
         self.wait_take_until(None)
             .expect("no deadline: only a value ends the wait")
     }
 
     /// Blocks this thread until the value is set (and takes it) or
     /// `deadline` passes (`None`).
-    pub(crate) fn wait_take_until(&self, deadline: Option<Instant>) -> Option<T> {
+    pub fn wait_take_until(&self, deadline: Option<Instant>) -> Option<T> {
         let mut state = self.lock();
         loop {
             if let Some(v) = state.value.take() {
@@ -182,14 +195,16 @@ impl<T> Slot<T> {
 /// (or after it stopped): so a waiter never outlives the timer thread
 /// waiting. A timer cancelled because the slot completed, or because its
 /// waiter gave up, finds the slot completed or abandoned: no harm.
-pub(crate) struct Expiry<T> {
-    slot: std::sync::Arc<Slot<T>>,
+pub struct Expiry<T> {
+    slot: Arc<Slot<T>>,
     fired: Option<T>,
     dropped: Option<T>,
 }
 
 impl<T> Expiry<T> {
-    pub(crate) fn new(slot: std::sync::Arc<Slot<T>>, fired: T, dropped: T) -> Expiry<T> {
+    /// An expiry that completes `slot` with `fired` when its timer fires,
+    /// and with `dropped` when it is dropped unfired.
+    pub fn new(slot: Arc<Slot<T>>, fired: T, dropped: T) -> Expiry<T> {
         Expiry {
             slot,
             fired: Some(fired),
@@ -198,7 +213,7 @@ impl<T> Expiry<T> {
     }
 
     /// The timer fired: complete with `fired` (a no-op if completed).
-    pub(crate) fn fire(mut self) {
+    pub fn fire(mut self) {
         if let Some(v) = self.fired.take() {
             self.dropped = None;
             let _ = self.slot.complete(v);
@@ -216,7 +231,7 @@ impl<T> Drop for Expiry<T> {
 
 impl<T: Clone> Slot<T> {
     /// Polls for the value, cloning it (many consumers).
-    pub(crate) fn poll_clone(&self, cx: &Context<'_>) -> Poll<T> {
+    pub fn poll_clone(&self, cx: &Context<'_>) -> Poll<T> {
         let mut state = self.lock();
         match &state.value {
             Some(v) => Poll::Ready(v.clone()),
@@ -228,7 +243,7 @@ impl<T: Clone> Slot<T> {
     }
 
     /// Blocks until the value is set or `deadline` passes.
-    pub(crate) fn wait_clone(&self, deadline: Option<Instant>) -> Option<T> {
+    pub fn wait_clone(&self, deadline: Option<Instant>) -> Option<T> {
         let mut state = self.lock();
         loop {
             if let Some(v) = &state.value {
@@ -239,10 +254,9 @@ impl<T: Clone> Slot<T> {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use std::sync::Arc;
 
     #[test]
     fn first_completion_wins_and_waiters_wake() {

@@ -7,5 +7,7 @@ pub(crate) mod backoff;
 pub(crate) mod routing;
 /// The stash: set user messages aside and take them back later.
 pub(crate) mod stash;
+/// The state machine of a scheduled message's slot (loom-modelled).
+pub(crate) mod timer_state;
 /// Scheduled messages, keyed timers and the receive timeout.
 pub(crate) mod timers;

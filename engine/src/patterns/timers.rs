@@ -27,8 +27,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use proscenium_mailbox::{Enqueued, TrySendError};
@@ -38,27 +37,14 @@ use crate::api::actor::Actor;
 use crate::api::actor_ref::ActorRef;
 use crate::api::context::Context;
 use crate::patterns::stash::Stash;
+use crate::patterns::timer_state::{Disarm, Payload, SlotState, CANCELLED, DONE};
 use crate::runtime::contain::contain;
 use crate::runtime::signal::Envelope;
 
-/// Slot states (`TimerSlot::state`).
-const ACTIVE: u8 = 0;
-const CANCELLED: u8 = 1;
-/// Delivered (a single timer), or its target is gone.
-const DONE: u8 = 2;
-
-/// What a slot delivers.
-enum Payload<M> {
-    /// A single message, taken by its delivery.
-    Once(Option<M>),
-    /// A fresh message for each delivery (a clone, or the user's closure).
-    Every(Box<dyn FnMut() -> M + Send>),
-}
-
-struct SlotInner<M> {
-    payload: Payload<M>,
-    /// The timer armed now, if any.
-    armed: Option<TimerHandle>,
+impl Disarm for TimerHandle {
+    fn disarm(self) {
+        self.cancel();
+    }
 }
 
 /// One scheduled message (single or repeating) and its state, shared by
@@ -66,10 +52,10 @@ struct SlotInner<M> {
 /// the user's [`Cancellable`].
 pub(crate) struct TimerSlot<M: Send + 'static> {
     target: ActorRef<M>,
-    /// `ACTIVE`, then `CANCELLED` or `DONE`; written by compare-and-swap
-    /// from `ACTIVE` (by a canceller, the delivering run holder, or a timer
-    /// callback that finds the target gone), so it changes once.
-    state: AtomicU8,
+    /// The state word (`ACTIVE`, then `CANCELLED` or `DONE`), the payload
+    /// and the timer armed now: the protocol, in a module of its own so
+    /// that loom models it (`timer_state.rs`).
+    core: SlotState<M, TimerHandle>,
     /// The fixed delay of a repeating timer (and of the receive timeout).
     interval: Option<Duration>,
     /// The key of a keyed timer, to forget it once delivered.
@@ -77,7 +63,6 @@ pub(crate) struct TimerSlot<M: Send + 'static> {
     /// The receive timeout's slot: delivered only after idleness, never to
     /// dead letters.
     receive_timeout: bool,
-    inner: Mutex<SlotInner<M>>,
 }
 
 impl<M: Send + 'static> TimerSlot<M> {
@@ -90,69 +75,35 @@ impl<M: Send + 'static> TimerSlot<M> {
     ) -> Arc<TimerSlot<M>> {
         Arc::new(TimerSlot {
             target,
-            state: AtomicU8::new(ACTIVE),
+            core: SlotState::new(payload),
             interval,
             key,
             receive_timeout,
-            inner: Mutex::new(SlotInner {
-                payload,
-                armed: None,
-            }),
         })
     }
 
-    fn lock(&self) -> MutexGuard<'_, SlotInner<M>> {
-        // A panicking message producer (a `Clone`) poisons the lock; the
-        // slot's fields are still consistent (the payload is untouched).
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn state(&self) -> u8 {
-        // Acquire: pairs with the AcqRel compare-and-swap in `transition`.
-        self.state.load(Ordering::Acquire)
-    }
-
     pub(crate) fn is_active(&self) -> bool {
-        self.state() == ACTIVE
-    }
-
-    /// ACTIVE -> `to`; true for the one winner.
-    fn transition(&self, to: u8) -> bool {
-        // AcqRel: a winner publishes its decision to later `state` readers
-        // (Acquire loads above) and sees what earlier writers did.
-        self.state
-            .compare_exchange(ACTIVE, to, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
+        self.core.is_active()
     }
 
     /// Arms the timer to fire after `delay`, unless the slot is no longer
-    /// active. The handle is stored under the slot's lock, taken before
-    /// scheduling, so a re-arm racing with this one (after a very early
-    /// fire) stores its handle after ours, and a cancel either finds the
-    /// handle or is seen here.
+    /// active (`SlotState::arm_with`): scheduled without the slot's lock
+    /// held, the handle then stored under it if the slot is still active
+    /// (a cancel either finds the handle or is seen there), else cancelled.
     ///
     /// Once the system has terminated, its scheduler no longer fires
     /// timers: the message goes to dead letters at once instead (every
     /// actor has terminated by then, the target too).
     fn arm(self: &Arc<Self>, delay: Duration) {
-        if !self.is_active() {
-            return;
-        }
-        let scheduler = self.target.cell.core.system.scheduler_handle();
-        // Scheduled without the slot's lock held: a scheduler that has
-        // stopped drops the callback at once, inside this call, and
-        // `Unfired`'s drop then hands the message to dead letters, which
-        // takes that lock.
-        let unfired = Unfired::new(Arc::clone(self));
-        let handle = scheduler.schedule_inline(delay, move || unfired.take().fire_inline());
-        let mut inner = self.lock();
-        if self.is_active() {
-            inner.armed = Some(handle);
-        } else {
-            // Cancelled (or ended) meanwhile: its cancel found nothing armed.
-            drop(inner);
-            handle.cancel();
-        }
+        self.core.arm_with(|| {
+            let scheduler = self.target.cell.core.system.scheduler_handle();
+            // Without the slot's lock held: a scheduler that has stopped
+            // drops the callback at once, inside this call, and
+            // `Unfired`'s drop then hands the message to dead letters,
+            // which takes that lock.
+            let unfired = Unfired::new(Arc::clone(self));
+            scheduler.schedule_inline(delay, move || unfired.take().fire_inline())
+        });
     }
 
     /// The timer fired, on the timer thread: queue the envelope in the
@@ -210,7 +161,7 @@ impl<M: Send + 'static> TimerSlot<M> {
                 // letters as any other would, and a repeating timer goes on.
                 let dead = match self.interval {
                     _ if self.receive_timeout => None,
-                    None if self.transition(DONE) => self.produce_caught(),
+                    None if self.core.transition(DONE) => self.produce_caught(),
                     None => None,
                     Some(_) => self.produce_caught(),
                 };
@@ -229,10 +180,7 @@ impl<M: Send + 'static> TimerSlot<M> {
     /// The next message: the single one (once), or a fresh one. Runs user
     /// code (a `Clone` or a closure): call it under `catch_unwind`.
     pub(crate) fn produce(&self) -> Option<M> {
-        match &mut self.lock().payload {
-            Payload::Once(msg) => msg.take(),
-            Payload::Every(make) => Some(make()),
-        }
+        self.core.produce()
     }
 
     fn produce_caught(&self) -> Option<M> {
@@ -246,28 +194,16 @@ impl<M: Send + 'static> TimerSlot<M> {
     /// letters, unless it was cancelled (a cancelled timer sends nothing,
     /// not even to dead letters) or is a receive timeout.
     pub(crate) fn take_for_dead_letter(&self) -> Option<M> {
-        if self.receive_timeout || !self.transition(DONE) {
+        if self.receive_timeout || !self.core.end() {
             return None;
-        }
-        let armed = self.lock().armed.take();
-        if let Some(t) = armed {
-            t.cancel();
         }
         self.produce_caught()
     }
 
     fn cancel(&self) -> bool {
-        if !self.transition(CANCELLED) {
+        let Some(payload) = self.core.cancel() else {
             return false;
-        }
-        let (armed, payload) = {
-            let mut inner = self.lock();
-            let payload = std::mem::replace(&mut inner.payload, Payload::Once(None));
-            (inner.armed.take(), payload)
         };
-        if let Some(t) = armed {
-            t.cancel();
-        }
         // The message is dropped outside the lock, and its `Drop` is user
         // code: a panic there must not cut short the stop or restart that
         // cancels every timer of an actor.
@@ -280,8 +216,7 @@ impl<M: Send + 'static> Drop for TimerSlot<M> {
     fn drop(&mut self) {
         // A repeating timer's closure, or a single message never taken
         // (the last reference may go on any thread, a worker's included).
-        let inner = self.inner.get_mut().unwrap_or_else(|e| e.into_inner());
-        let payload = std::mem::replace(&mut inner.payload, Payload::Once(None));
+        let payload = self.core.take_payload();
         contain("dropping a timer's message", || drop(payload));
     }
 }
@@ -324,7 +259,7 @@ impl<M: Send + 'static> Cancel for TimerSlot<M> {
     }
 
     fn is_cancelled(&self) -> bool {
-        self.state() == CANCELLED
+        self.core.state() == CANCELLED
     }
 }
 
@@ -795,7 +730,7 @@ impl<A: Actor> Context<A> {
             return true;
         }
         if slot.interval.is_none() {
-            if !slot.transition(DONE) {
+            if !slot.core.transition(DONE) {
                 return false;
             }
             if let (Some(key), Some(x)) = (&slot.key, self.extras.as_deref_mut()) {

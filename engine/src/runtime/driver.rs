@@ -24,13 +24,10 @@ use crate::observe::events::{publish_lifecycle, publish_supervision, LifecycleKi
 use crate::patterns::timers::{Extras, TimerSlot};
 use crate::runtime::cell::{run_callback, undeliverable_system, Cell, Drive, RunEnd};
 use crate::runtime::contain::contain;
+use crate::runtime::drain::{close_and_drain, dequeue_system_only, drain_closed, DRAIN_BEFORE_CLOSE};
 use crate::runtime::signal::{Envelope, SystemMsg, Watcher};
 use crate::supervision::failure::{Failure, Killed, Outcome};
 use crate::supervision::strategy::{Directive, StrategyKind, SupervisorStrategy};
-
-/// How many messages a terminating actor drains before its mailbox closes
-/// (see `finish_terminate`); what is left after that is drained after it.
-const DRAIN_BEFORE_CLOSE: usize = 1 << 16;
 
 /// Where an actor is in its life.
 enum Life {
@@ -671,30 +668,13 @@ impl<A: Actor> Driver<A> {
         // floods a dying actor from holding this run forever. Then the
         // mailbox closes (late senders get their dead letters themselves),
         // what raced in is drained, and the held-back signals are answered.
-        let mut held = Vec::new();
+        // (`close_and_drain`, in runtime/drain.rs, is loom-modelled.)
         // SAFETY: we hold the run.
-        unsafe { self.cell().mailbox.resume_all() };
-        for _ in 0..DRAIN_BEFORE_CLOSE {
-            // SAFETY: we hold the run.
-            match unsafe { self.cell().mailbox.dequeue() } {
-                Dequeued::Empty => break,
-                Dequeued::Retry => std::thread::yield_now(),
-                Dequeued::System(msg) => held.push(msg),
-                dequeued => self.drain(dequeued),
-            }
-        }
-        // SAFETY: we hold the run.
-        unsafe { self.cell().mailbox.close() };
-        loop {
-            // SAFETY: we hold the run.
-            match unsafe { self.cell().mailbox.dequeue() } {
-                Dequeued::Empty => break,
-                // A sender between the two steps of its push; it finishes
-                // promptly (and the mailbox takes nothing new).
-                Dequeued::Retry => std::thread::yield_now(),
-                dequeued => self.drain(dequeued),
-            }
-        }
+        let held = unsafe {
+            close_and_drain(&self.cell().mailbox, DRAIN_BEFORE_CLOSE, |d| {
+                self.drain(d)
+            })
+        };
         let me = self.me();
         for msg in held {
             contain("answering a signal to a terminated actor", || {
@@ -726,7 +706,7 @@ impl<A: Actor> Driver<A> {
 
     /// After termination: what is still queued, or races in, goes to dead
     /// letters (user messages) or is answered as undeliverable (signals).
-    fn drain(&mut self, dequeued: Dequeued<SystemMsg, Envelope<A::Msg>>) {
+    fn drain(&self, dequeued: Dequeued<SystemMsg, Envelope<A::Msg>>) {
         let me = self.me();
         let system = &self.cell().core.system;
         contain(
@@ -772,16 +752,10 @@ impl<A: Actor> Driver<A> {
         cell: &Arc<Cell<A::Msg>>,
     ) -> Result<Dequeued<SystemMsg, Envelope<A::Msg>>, RunEnd> {
         // The user lane is closed for one dequeue, so only the system lane
-        // answers (a suspended actor's does anyway).
-        // SAFETY: `Cell::run` holds the run while it calls us, as each of
-        // these calls requires.
-        let (suspended, dequeued) = unsafe {
-            let suspended = cell.mailbox.is_suspended();
-            cell.mailbox.suspend();
-            let dequeued = cell.mailbox.dequeue();
-            cell.mailbox.resume();
-            (suspended, dequeued)
-        };
+        // answers (a suspended actor's does anyway; `dequeue_system_only`,
+        // in runtime/drain.rs, is loom-modelled).
+        // SAFETY: `Cell::run` holds the run while it calls us.
+        let (suspended, dequeued) = unsafe { dequeue_system_only(&cell.mailbox) };
         let blocked = suspended || !matches!(self.life, Life::Running);
         match dequeued {
             // A system message half-pushed: come back for it (releasing
@@ -827,7 +801,14 @@ impl<A: Actor> Drive<A::Msg> for Driver<A> {
             let _ = budget.consume();
             match dequeued {
                 Dequeued::Empty | Dequeued::Retry => unreachable!("handled above"),
-                _ if matches!(self.life, Life::Terminated) => self.drain(dequeued),
+                _ if matches!(self.life, Life::Terminated) => {
+                    // Everything else that raced in, system messages last
+                    // (`drain_closed`, loom-modelled in terminate.rs).
+                    // SAFETY: `Cell::run` holds the run while it calls us;
+                    // a terminated actor's mailbox is closed.
+                    unsafe { drain_closed(&cell.mailbox, dequeued, |d| self.drain(d)) };
+                    break RunEnd::Release;
+                }
                 Dequeued::User(envelope) => self.invoke(envelope),
                 Dequeued::System(msg) => self.system(msg),
             }

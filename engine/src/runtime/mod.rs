@@ -11,6 +11,8 @@ pub(crate) mod config;
 pub(crate) mod contain;
 /// The coordinated shutdown wired into the system.
 pub(crate) mod coordinated;
+/// The run holder's close-and-drain and system-only dequeue (loom-modelled).
+pub(crate) mod drain;
 /// The lifecycle state machine of a cell's run holder.
 pub(crate) mod driver;
 /// The guardians `/`, `/user` and `/system`.
