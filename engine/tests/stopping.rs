@@ -85,6 +85,12 @@ fn the_stop_sequence() {
         .expect("watcher");
     watcher.tell(WorkerMsg::Watch(p.id()));
     assert_eq!(count(&watcher), 0); // the watch is registered
+    // Every child has started (a child's first run can come after the
+    // parent answered the spawn): no "created"/"started" note of theirs
+    // can come after "g blocked" and into the sequence checked below.
+    for child in [&c1, &c2, &g] {
+        assert_eq!(count(child), 0);
+    }
     let (gate, blocked) = block();
     g.tell(blocked);
     log.until("g blocked");
