@@ -84,10 +84,11 @@ fn the_stop_sequence() {
         .spawn(Worker::props("watcher", &tx), "watcher")
         .expect("watcher");
     watcher.tell(WorkerMsg::Watch(p.id()));
-    assert_eq!(count(&watcher), 0); // the watch is registered
-    // Every child has started (a child's first run can come after the
-    // parent answered the spawn): no "created"/"started" note of theirs
-    // can come after "g blocked" and into the sequence checked below.
+    // The watch is registered; and every child has started (a child's
+    // first run can come after the parent answered the spawn), so no
+    // "created"/"started" note of theirs can come after "g blocked" and
+    // into the sequence checked below.
+    assert_eq!(count(&watcher), 0);
     for child in [&c1, &c2, &g] {
         assert_eq!(count(child), 0);
     }
