@@ -243,6 +243,10 @@ impl Http {
     }
 }
 
+/// How long the accept loop waits after an accept failed for want of
+/// resources (descriptors, memory) before it tries again.
+const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(100);
+
 async fn accept_loop(
     listener: TcpListener,
     server: Arc<Server>,
@@ -301,9 +305,38 @@ async fn accept_loop(
             }
             // The scheduler shut down: nothing more will be accepted.
             Some(Err(e)) if e.kind() == io::ErrorKind::Other => break,
-            // A connection reset before it was accepted, out of
-            // descriptors, ...: that connection is lost, the server goes on.
-            Some(Err(e)) => tracing::debug!(error = %e, "accepting a connection failed"),
+            // A connection reset before it was accepted: that connection
+            // is lost, the server goes on.
+            Some(Err(e))
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::ConnectionAborted
+                        | io::ErrorKind::ConnectionReset
+                        | io::ErrorKind::Interrupted
+                ) =>
+            {
+                tracing::debug!(error = %e, "accepting a connection failed");
+            }
+            // Out of descriptors (EMFILE, ENFILE) or of kernel memory: the
+            // connection stays in the backlog and the next accept fails the
+            // same way at once, so retrying now would spin this worker for
+            // as long as the shortage lasts. Wait a little (hyper and
+            // actix-web do the same), or until unbound.
+            Some(Err(e)) => {
+                tracing::warn!(error = %e, "accepting a connection failed; retrying in 100 ms");
+                let mut pause = handle.sleep(ACCEPT_ERROR_PAUSE);
+                poll_fn(|cx| {
+                    {
+                        let mut state = server.lock();
+                        if state.unbind_requested {
+                            return Poll::Ready(());
+                        }
+                        state.accept_waker = Some(cx.waker().clone());
+                    }
+                    Pin::new(&mut pause).poll(cx)
+                })
+                .await;
+            }
         }
     }
     drop(listener);

@@ -318,6 +318,11 @@ impl Capture {
 pub struct Recording<'a>(&'a Recorded);
 
 impl Recording<'_> {
+    /// Every event recorded, in order.
+    pub fn events(&self) -> &[EventData] {
+        &self.0.events
+    }
+
     /// The connection span whose peer is `peer`, created after `mark`.
     pub fn connection(&self, mark: Mark, peer: SocketAddr) -> Option<(u64, &SpanData)> {
         let peer = peer.to_string();
