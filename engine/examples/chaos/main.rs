@@ -24,7 +24,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 fn usage() -> ! {
     eprintln!(
-        "usage: chaos [--seconds N] [--seed N] [--sample-every SECS] [--workers N] [--quiet]"
+        "usage: chaos [--seconds N] [--seed N] [--sample-every SECS] [--workers N] [--fail-per-10k N] [--quiet]"
     );
     std::process::exit(2)
 }
@@ -34,6 +34,7 @@ fn main() {
     let mut seed: Option<u64> = None;
     let mut sample_every: Option<u64> = None;
     let mut workers: Option<usize> = None;
+    let mut fail_per_10k: Option<u64> = None;
     let mut verbose = true;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -47,6 +48,7 @@ fn main() {
             "--seed" => seed = Some(value()),
             "--sample-every" => sample_every = Some(value()),
             "--workers" => workers = Some(value() as usize),
+            "--fail-per-10k" => fail_per_10k = Some(value()),
             "--quiet" => verbose = false,
             _ => usage(),
         }
@@ -64,6 +66,9 @@ fn main() {
     cfg.sample_every = Duration::from_secs(sample_every.unwrap_or((seconds / 12).max(1)));
     if let Some(w) = workers {
         cfg.workers = w;
+    }
+    if let Some(f) = fail_per_10k {
+        cfg.fail_per_10k = f;
     }
     cfg.verbose = verbose;
     println!(

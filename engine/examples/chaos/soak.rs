@@ -41,7 +41,7 @@
 
 use std::collections::VecDeque;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -51,6 +51,9 @@ use proscenium::{ActorSystem, Cancellable, DeadLetter, SupervisionEvent};
 /// Ring slots for the ids' ledger (a power of two; a multiple of any
 /// producer count up to 2^21).
 const RING: u64 = 1 << 21;
+/// No id issued or settled for this long: the run stalled; the sampler
+/// prints the unsettled ids by leaf (`Books::stall_report`), once.
+const STALL_AFTER: Duration = Duration::from_secs(5);
 /// Bits of a bucket's count in a slot's low word.
 const BUCKET_BITS: u32 = 6;
 const BUCKET_MASK: u64 = (1 << BUCKET_BITS) - 1;
@@ -187,6 +190,9 @@ impl Rng {
 /// What every actor and producer writes into; outlives the actors.
 pub(crate) struct Books {
     ring: Vec<AtomicU64>,
+    /// Per ring slot, where its current id went and what it was to do
+    /// (`leaf slot << 8 | Act::code`), for the stall report.
+    what: Vec<AtomicU32>,
     /// Settled ids, by bucket (counted when their slot is checked).
     buckets: [AtomicU64; 5],
     issued: AtomicU64,
@@ -226,8 +232,15 @@ impl Books {
             // Relaxed: no other thread sees the ring yet.
             slot.store(0, Ordering::Relaxed);
         }
+        let what: Vec<AtomicU32> = (0..RING).map(|_| AtomicU32::new(0)).collect();
+        for w in &what {
+            // Relaxed: no other thread sees it yet (written for residency,
+            // as the ring).
+            w.store(0, Ordering::Relaxed);
+        }
         Books {
             ring,
+            what,
             buckets: Default::default(),
             issued: AtomicU64::new(0),
             settled: AtomicU64::new(0),
@@ -332,6 +345,59 @@ impl Books {
         }
     }
 
+    /// Prints the ids issued and not settled, by leaf (at most `leaves`
+    /// leaves), with what each was to do and the leaf's and its mid's
+    /// mailbox run-state: for a run that stopped making progress.
+    fn stall_report(&self, cfg: &Config, leaves: usize) {
+        let mut by_leaf: std::collections::BTreeMap<u32, Vec<(u64, u32)>> = Default::default();
+        for (slot, v) in self.ring.iter().enumerate() {
+            // Acquire: pairs with `settle` and `issue` (a diagnostic).
+            let v = v.load(Ordering::Acquire);
+            if v == 0 || v & 0xFFFF_FFFF != 0 {
+                continue;
+            }
+            let id = ((v >> 32) - 1) * RING + slot as u64;
+            // Relaxed: a diagnostic.
+            let what = self.what[slot].load(Ordering::Relaxed);
+            by_leaf
+                .entry(what >> 8)
+                .or_default()
+                .push((id, what & 0xFF));
+        }
+        let total: usize = by_leaf.values().map(Vec::len).sum();
+        println!(
+            "  STALL: {total} ids unsettled, on {} leaves:",
+            by_leaf.len()
+        );
+        let mids_per_top = cfg.mids;
+        for (leaf, ids) in by_leaf.iter().take(leaves) {
+            let leaf = *leaf as usize;
+            let r = self.leaves[leaf]
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
+            let mid = self.mids[leaf / cfg.leaves]
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
+            let mut acts: std::collections::BTreeMap<&str, usize> = Default::default();
+            for (_, code) in ids {
+                *acts.entry(code_name(*code)).or_default() += 1;
+            }
+            println!(
+                "    leaf slot {leaf} (top {}, mid {}): {} ids ({:?}), first {:?}; leaf {} {}; mid {}",
+                leaf / cfg.leaves / mids_per_top,
+                leaf / cfg.leaves,
+                ids.len(),
+                acts,
+                ids.iter().map(|(id, _)| *id).min(),
+                r.as_ref().map_or("-".to_owned(), |r| r.path()),
+                r.as_ref().map_or("-".to_owned(), |r| r.debug_run_state()),
+                mid.as_ref().map_or("-".to_owned(), |m| m.debug_run_state()),
+            );
+        }
+    }
+
     fn in_flight(&self) -> u64 {
         // Relaxed: flow control only.
         let issued = self.issued.load(Ordering::Relaxed);
@@ -378,6 +444,41 @@ pub(crate) enum Act {
     UnwatchAll,
     /// Handle it, then stop.
     StopSelf,
+}
+
+/// The stall report's code for a scheduled message from outside.
+const SCHEDULED_CODE: u32 = 9;
+
+impl Act {
+    /// A code for the stall report (`Books::what`), 1 to 8.
+    fn code(self) -> u32 {
+        match self {
+            Act::Normal => 1,
+            Act::Fail(..) => 2,
+            Act::Panic => 3,
+            Act::Stash => 4,
+            Act::Later(_) => 5,
+            Act::Watch(_) => 6,
+            Act::UnwatchAll => 7,
+            Act::StopSelf => 8,
+        }
+    }
+}
+
+/// The name of a code of `Books::what`.
+fn code_name(code: u32) -> &'static str {
+    match code {
+        1 => "normal",
+        2 => "fail",
+        3 => "panic",
+        4 => "stash",
+        5 => "later",
+        6 => "watch",
+        7 => "unwatch-all",
+        8 => "stop-self",
+        SCHEDULED_CODE => "scheduled",
+        _ => "?",
+    }
 }
 
 /// A leaf's messages (`Clone` for the fixed-delay timer; ids are never
@@ -763,7 +864,13 @@ fn produce(cfg: &Config, p: usize, books: &Books, deadline: Option<Instant>) -> 
         k += 1;
         books.issue(id, patience);
         sent.messages += 1;
-        if rng.one_in(200) {
+        let scheduled = rng.one_in(200);
+        // Relaxed: read only by the stall report, a diagnostic.
+        books.what[(id % RING) as usize].store(
+            (slot as u32) << 8 | if scheduled { SCHEDULED_CODE } else { 0 },
+            Ordering::Relaxed,
+        );
+        if scheduled {
             // A scheduled message from outside, cancelled half the time
             // (later, if not yet delivered).
             let delay = Duration::from_millis(1 + rng.below(30));
@@ -781,6 +888,8 @@ fn produce(cfg: &Config, p: usize, books: &Books, deadline: Option<Instant>) -> 
             }
         } else {
             let act = pick_act(&mut rng, leaves, cfg.fail_per_10k);
+            // Relaxed: as above.
+            books.what[(id % RING) as usize].fetch_or(act.code(), Ordering::Relaxed);
             leaf.tell(LeafMsg::Work {
                 id,
                 act,
@@ -1253,7 +1362,22 @@ pub(crate) fn run(cfg: Config) -> Report {
             let (done, samples, books, system, cfg) = (&done, &samples, &*books, &system, &cfg);
             s.spawn(move || {
                 let mut next = start + cfg.sample_every;
+                // The stall watchdog: ids issued and settled, as of the
+                // last change, and whether a report was printed.
+                let mut progress = (0, 0, Instant::now());
+                let mut reported = false;
                 while !done.load(Ordering::Relaxed) {
+                    // Relaxed: counters, read for a diagnostic.
+                    let now = (
+                        books.issued.load(Ordering::Relaxed),
+                        books.settled.load(Ordering::Relaxed),
+                    );
+                    if now != (progress.0, progress.1) {
+                        progress = (now.0, now.1, Instant::now());
+                    } else if !reported && progress.2.elapsed() > STALL_AFTER {
+                        reported = true;
+                        books.stall_report(cfg, 20);
+                    }
                     if Instant::now() < next {
                         std::thread::sleep(Duration::from_millis(20));
                         continue;
@@ -1306,11 +1430,15 @@ pub(crate) fn run(cfg: Config) -> Report {
     for r in &books.mids {
         r.lock().unwrap_or_else(|e| e.into_inner()).take();
     }
-    // The final sweep: every id still in the ring.
+    // The final sweep: every id still in the ring, named by its slot's
+    // generation (the producers advance at their own pace, so the ids in
+    // the ring are not the last `RING` issued).
     let issued = books.issued.load(Ordering::Relaxed);
-    for id in issued.saturating_sub(RING)..issued {
-        let v = books.ring[(id % RING) as usize].load(Ordering::Acquire);
-        books.check_settled(id, v);
+    for (slot, v) in books.ring.iter().enumerate() {
+        let v = v.load(Ordering::Acquire);
+        if v != 0 {
+            books.check_settled(((v >> 32) - 1) * RING + slot as u64, v);
+        }
     }
 
     let load = |a: &AtomicU64| a.load(Ordering::Relaxed);

@@ -128,6 +128,14 @@ impl<M: Send + 'static> ActorRef<M> {
         self.id().path()
     }
 
+    /// A diagnostic reading of the actor's mailbox run-state (whether the
+    /// cell is scheduled or running, whether it is closed), for a soak's
+    /// stall report; a hint, stale as soon as it is read. Not an API.
+    #[doc(hidden)]
+    pub fn debug_run_state(&self) -> String {
+        format!("{:?}", self.cell.mailbox.snapshot())
+    }
+
     /// The actor's name (the last path element).
     pub fn name(&self) -> &str {
         &self.cell.core.name

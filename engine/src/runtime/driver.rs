@@ -46,6 +46,22 @@ enum Life {
     Terminated,
 }
 
+/// A failed actor's pending business with its children, while it waits for
+/// its supervisor's directive.
+#[derive(Default)]
+struct Awaiting {
+    /// The child whose failure this actor escalated (it gets the Resume that
+    /// clears its own failure when this actor is resumed).
+    perpetrator: Option<ActorId>,
+    /// Failures of other children that arrived meanwhile, handled once this
+    /// actor is resumed or restarted. As Akka's `Failed`, which a failed
+    /// actor stashes (`StashWhenFailed`): decided now, an Escalate could
+    /// not be carried out (this actor is failed already), and that child,
+    /// suspended by its own failure and by this actor's `Suspend`, would
+    /// get one resume for two suspensions and never run again.
+    deferred: Vec<(ActorId, Failure)>,
+}
+
 /// Which children a failure suspends.
 enum SuspendChildren {
     All,
@@ -61,9 +77,9 @@ pub(crate) struct Driver<A: Actor> {
     life: Life,
     /// Failed and suspended, waiting for the supervisor's directive.
     failed: bool,
-    /// The child whose failure this actor escalated (it gets the Resume that
-    /// clears its own failure when this actor is resumed).
-    perpetrator: Option<ActorId>,
+    /// What a failed actor keeps while it waits for its supervisor (boxed:
+    /// a failure is rare, and the cell stays small); `None` otherwise.
+    awaiting: Option<Box<Awaiting>>,
     watchers: Vec<Watcher>,
 }
 
@@ -79,7 +95,7 @@ impl<A: Actor> Driver<A> {
             ctx,
             life: Life::New,
             failed: false,
-            perpetrator: None,
+            awaiting: None,
             watchers: Vec::new(),
         }
     }
@@ -343,12 +359,13 @@ impl<A: Actor> Driver<A> {
         }
         // SAFETY: we hold the run.
         unsafe { self.cell().mailbox.resume() };
-        let perpetrator = if by_failure {
+        let awaiting = if by_failure {
             self.failed = false;
-            self.perpetrator.take()
+            self.awaiting.take().map(|a| *a).unwrap_or_default()
         } else {
-            None
+            Awaiting::default()
         };
+        let perpetrator = awaiting.perpetrator;
         self.each_child(
             |_| true,
             |c| {
@@ -357,6 +374,16 @@ impl<A: Actor> Driver<A> {
                 })
             },
         );
+        self.handle_deferred(awaiting.deferred);
+    }
+
+    /// Handles the children's failures that arrived while this actor was
+    /// failed (see `Awaiting::deferred`), in their order, now that it is
+    /// not. One of them may fail it again: the rest are deferred again.
+    fn handle_deferred(&mut self, deferred: Vec<(ActorId, Failure)>) {
+        for (child, failure) in deferred {
+            self.handle_failure(child, failure);
+        }
     }
 
     /// Restart, steps 2 and 3: `pre_restart` on the old instance, then wait
@@ -372,7 +399,9 @@ impl<A: Actor> Driver<A> {
         self.call_logged("pre_restart", |a, ctx| a.pre_restart(ctx, &failure));
         self.restart_extras();
         self.drop_instance();
-        self.perpetrator = None;
+        if let Some(awaiting) = self.awaiting.as_deref_mut() {
+            awaiting.perpetrator = None;
+        }
         self.life = Life::Restarting(Some(failure));
         self.restart_progress();
     }
@@ -443,6 +472,11 @@ impl<A: Actor> Driver<A> {
                 child.send_system(SystemMsg::Recreate(failure.clone()));
             }
         }
+        // Failures of children that arrived while this actor was failed:
+        // those of children stopped by the restart are dropped (no longer
+        // children); a survivor's is decided by the new instance.
+        let deferred = self.awaiting.take().map(|a| a.deferred).unwrap_or_default();
+        self.handle_deferred(deferred);
     }
 
     // ---- supervision ------------------------------------------------------
@@ -464,6 +498,12 @@ impl<A: Actor> Driver<A> {
         }
         if self.cell().core.children().get(&child).is_none() {
             tracing::debug!(child = %child, "dropping a failure of a child that is gone");
+            return;
+        }
+        if self.failed {
+            // Decided once this actor is resumed or restarted.
+            let awaiting = self.awaiting.get_or_insert_with(Box::default);
+            awaiting.deferred.push((child, failure));
             return;
         }
         let strategy = self.strategy();
@@ -525,7 +565,7 @@ impl<A: Actor> Driver<A> {
             (Directive::Stop, StrategyKind::OneForOne) => self.stop_child(&child),
             (Directive::Stop, StrategyKind::AllForOne) => self.ctx.stop_all_children(),
             (Directive::Escalate, _) => {
-                self.perpetrator = Some(child.clone());
+                self.awaiting.get_or_insert_with(Box::default).perpetrator = Some(child.clone());
                 self.fail(failure, SuspendChildren::AllBut(child));
             }
         }
@@ -698,7 +738,8 @@ impl<A: Actor> Driver<A> {
         // The factory may have captured anything.
         let props = self.props.take();
         contain("dropping an actor's props", || drop(props));
-        self.perpetrator = None;
+        // Every child has terminated: their deferred failures are moot.
+        self.awaiting = None;
         if parent.is_none() {
             self.cell().core.system.root_terminated();
         }
