@@ -3,6 +3,7 @@
 
 use crate::binding::ServerSettings;
 use proscenium::ConfigError;
+use proscenium_shutdown::toml_values::{self, invalid, positive, table};
 use std::path::Path;
 use std::time::Duration;
 
@@ -85,80 +86,24 @@ impl ServerSettings {
     }
 }
 
-fn invalid(key: &str, expected: &str) -> ConfigError {
-    ConfigError::InvalidValue {
-        key: key.to_owned(),
-        message: format!("expected {expected}"),
-    }
-}
-
-fn table<'a>(value: &'a toml::Value, key: &str) -> Result<&'a toml::Table, ConfigError> {
-    value.as_table().ok_or_else(|| invalid(key, "a table"))
-}
-
-fn positive(value: &toml::Value, key: &str) -> Result<usize, ConfigError> {
-    value
-        .as_integer()
-        .and_then(|n| usize::try_from(n).ok())
-        .filter(|&n| n > 0)
-        .ok_or_else(|| invalid(key, "a positive integer"))
-}
-
-/// A positive size in bytes: an integer, or a string of an integer and an
-/// optional binary unit (`"8 MiB"`, `"512KiB"`).
+/// A positive size in bytes (see [`toml_values::byte_size`]).
 fn bytes(value: &toml::Value, key: &str) -> Result<usize, ConfigError> {
     const EXPECTED: &str = "a positive size: an integer of bytes, or a string such as \
                             \"8 MiB\" (units B, KiB, MiB, GiB)";
-    let bytes = match value {
-        toml::Value::Integer(n) => usize::try_from(*n).ok(),
-        toml::Value::String(s) => {
-            let s = s.trim();
-            let digits = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-            let (number, unit) = s.split_at(digits);
-            let scale: Option<usize> = match unit.trim_start() {
-                "" | "B" => Some(1),
-                "KiB" => Some(1 << 10),
-                "MiB" => Some(1 << 20),
-                "GiB" => Some(1 << 30),
-                _ => None,
-            };
-            number
-                .parse::<usize>()
-                .ok()
-                .zip(scale)
-                .and_then(|(n, scale)| n.checked_mul(scale))
-        }
-        _ => None,
-    };
-    bytes
+    toml_values::byte_size(value)
         .filter(|&n| n > 0)
         .ok_or_else(|| invalid(key, EXPECTED))
 }
 
-/// `"10 s"`, `"10s"`, `"1.5 s"`, `"500 ms"`, `"2 m"`, `"1 h"`, Akka's long
-/// unit names (`millis`, `seconds`, `minutes`, ...), or `"infinite"`
-/// (`Duration::MAX`); not zero.
+/// A duration (see [`toml_values::parse_duration`]), or `"infinite"`
+/// (`Duration::MAX`: the timeout is off); not zero.
 fn duration(value: &toml::Value, key: &str) -> Result<Duration, ConfigError> {
     const EXPECTED: &str = "a duration such as \"10 s\" or \"500 ms\", or \"infinite\"";
     let text = value.as_str().ok_or_else(|| invalid(key, EXPECTED))?.trim();
     if text == "infinite" || text == "inf" {
         return Ok(Duration::MAX);
     }
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let seconds_per_unit = match unit.trim() {
-        "ms" | "millis" | "millisecond" | "milliseconds" => 1e-3,
-        "s" | "second" | "seconds" => 1.0,
-        "m" | "minute" | "minutes" => 60.0,
-        "h" | "hour" | "hours" => 3600.0,
-        _ => return Err(invalid(key, EXPECTED)),
-    };
-    number
-        .parse::<f64>()
-        .ok()
-        .and_then(|n| Duration::try_from_secs_f64(n * seconds_per_unit).ok())
+    toml_values::parse_duration(text)
         .filter(|d| !d.is_zero())
         .ok_or_else(|| invalid(key, EXPECTED))
 }

@@ -73,10 +73,12 @@ impl<T> Node<T> {
     /// `node` came from [`Node::alloc`], is unreachable from the queue, and
     /// its value has been taken (or was never there).
     unsafe fn free(node: *mut Node<T>) {
-        // SAFETY: caller's contract; `Node` holds no value needing a drop
-        // (the payload is `MaybeUninit`), so dropping in place only runs the
-        // fields' own drops (trivial, or under loom the release of loom's
-        // tracking objects) before the memory goes back.
+        // `Node` holds no value needing a drop (the payload is
+        // `MaybeUninit`): dropping in place runs only the fields' own drops
+        // (trivial, or under loom the release of loom's tracking objects)
+        // before the memory goes back.
+        // SAFETY: by the caller's contract `node` is a live block of
+        // `Node::alloc` that nothing else reaches, with no value in it.
         unsafe {
             ptr::drop_in_place(node);
             node_cache::free_block(node.cast(), Layout::new::<Node<T>>());

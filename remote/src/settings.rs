@@ -4,6 +4,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use proscenium_shutdown::toml_values::{self, invalid};
 pub use proscenium_shutdown::ConfigError;
 
 /// How a node joins: the NATS servers to connect to, the cluster (the
@@ -89,8 +90,9 @@ impl RemoteSettings {
     /// Reads the `[remote]` table of a TOML document: `servers` (an array
     /// of URLs, or one string), `cluster`, `node` (required),
     /// `heartbeat-interval`, `failure-detector-timeout`, `connect-timeout`
-    /// (durations: `"500ms"`, `"3s"`, `"1m"`, or an integer of
-    /// milliseconds). Other tables are left alone; an unknown key or a bad
+    /// (durations as in every proscenium section: `"500ms"`, `"3 s"`,
+    /// `"1.5 s"`, `"1 m"`, `"1 h"`, Akka's long unit names, or here also an
+    /// integer of milliseconds). Other tables are left alone; an unknown key or a bad
     /// value is an error naming the key, such as `remote.node`.
     pub fn from_toml_str(text: &str) -> Result<RemoteSettings, ConfigError> {
         let doc: toml::Table = text
@@ -174,13 +176,6 @@ fn check_token(name: &str, key: &str) -> Result<(), ConfigError> {
 
 const TOKEN: &str = "a non-empty name without '.', '*', '>' or whitespace";
 
-fn invalid(key: &str, expected: &str) -> ConfigError {
-    ConfigError::InvalidValue {
-        key: key.to_owned(),
-        message: format!("expected {expected}"),
-    }
-}
-
 fn missing(key: &str) -> ConfigError {
     ConfigError::InvalidValue {
         key: key.to_owned(),
@@ -212,22 +207,14 @@ fn string_list(value: &toml::Value, key: &str) -> Result<Vec<String>, ConfigErro
     Ok(list)
 }
 
+/// A positive duration: an integer of milliseconds, or a duration string
+/// (see [`toml_values::parse_duration`]).
 fn duration(value: &toml::Value, key: &str) -> Result<Duration, ConfigError> {
-    const EXPECTED: &str =
-        "a positive duration: an integer of milliseconds, or a string such as \"500ms\", \"3s\", \"1m\"";
+    const EXPECTED: &str = "a positive duration: an integer of milliseconds, or a string such \
+                            as \"500 ms\", \"3 s\", \"1 m\"";
     let d = match value {
         toml::Value::Integer(n) => u64::try_from(*n).ok().map(Duration::from_millis),
-        toml::Value::String(s) => {
-            let s = s.trim();
-            let digits = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-            let (number, unit) = s.split_at(digits);
-            number.parse::<u64>().ok().and_then(|n| match unit.trim() {
-                "ms" => Some(Duration::from_millis(n)),
-                "s" => Some(Duration::from_secs(n)),
-                "m" => n.checked_mul(60).map(Duration::from_secs),
-                _ => None,
-            })
-        }
+        toml::Value::String(s) => toml_values::parse_duration(s),
         _ => None,
     };
     d.filter(|d| !d.is_zero())
@@ -256,7 +243,11 @@ mod tests {
             ("cluster = \"a.b\"", "remote.cluster"),
             ("node = \"\"", "remote.node"),
             ("node = \"a b\"", "remote.node"),
-            ("heartbeat-interval = \"1h\"", "remote.heartbeat-interval"),
+            (
+                "heartbeat-interval = \"1 fortnight\"",
+                "remote.heartbeat-interval",
+            ),
+            ("heartbeat-interval = \"1.5\"", "remote.heartbeat-interval"),
             (
                 "failure-detector-timeout = -1",
                 "remote.failure-detector-timeout",
@@ -302,6 +293,13 @@ mod tests {
         assert_eq!(s.heartbeat_interval, Duration::from_millis(250));
         assert_eq!(s.failure_detector_timeout, Duration::from_secs(2));
         assert_eq!(s.connect_timeout, Duration::from_secs(60));
+        // The same duration forms as every other section (toml_values).
+        let s = RemoteSettings::from_toml_str(&format!(
+            "{BASE}heartbeat-interval = \"1.5 s\"\nconnect-timeout = \"1 h\""
+        ))
+        .expect("valid");
+        assert_eq!(s.heartbeat_interval, Duration::from_millis(1500));
+        assert_eq!(s.connect_timeout, Duration::from_secs(3600));
         let d = RemoteSettings::from_toml_str(BASE).expect("valid");
         assert_eq!(d, RemoteSettings::new("nats://127.0.0.1:4222", "c", "n"));
         assert!(d.validate().is_ok());

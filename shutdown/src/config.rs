@@ -5,6 +5,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::phase::{default_phases, Phase, PhaseConfig};
+use crate::toml_values::{duration, flag, invalid, table};
 
 /// Why a configuration was refused. Every variant names what is involved.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -413,77 +414,5 @@ impl ShutdownConfig {
         }
         self.set_phase(name.to_owned(), phase);
         Ok(())
-    }
-}
-
-fn invalid(key: &str, expected: &str) -> ConfigError {
-    ConfigError::InvalidValue {
-        key: key.to_owned(),
-        message: format!("expected {expected}"),
-    }
-}
-
-fn table<'a>(value: &'a toml::Value, key: &str) -> Result<&'a toml::Table, ConfigError> {
-    value.as_table().ok_or_else(|| invalid(key, "a table"))
-}
-
-fn flag(value: &toml::Value, key: &str) -> Result<bool, ConfigError> {
-    match value {
-        toml::Value::Boolean(b) => Ok(*b),
-        toml::Value::String(s) => match s.as_str() {
-            "on" | "true" => Ok(true),
-            "off" | "false" => Ok(false),
-            _ => Err(invalid(key, "true, false, \"on\" or \"off\"")),
-        },
-        _ => Err(invalid(key, "true, false, \"on\" or \"off\"")),
-    }
-}
-
-fn duration(value: &toml::Value, key: &str) -> Result<Duration, ConfigError> {
-    let text = value
-        .as_str()
-        .ok_or_else(|| invalid(key, "a duration such as \"10 s\" or \"500 ms\""))?;
-    parse_duration(text).ok_or_else(|| ConfigError::InvalidValue {
-        key: key.to_owned(),
-        message: format!("`{text}` is not a duration such as \"10 s\" or \"500 ms\""),
-    })
-}
-
-/// `"10 s"`, `"10s"`, `"1.5 s"`, `"500 ms"`, `"2 m"`, `"1 h"`, and Akka's
-/// long unit names (`millis`, `seconds`, `minutes`, ...).
-pub(crate) fn parse_duration(text: &str) -> Option<Duration> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let number: f64 = number.parse().ok()?;
-    let seconds_per_unit = match unit.trim() {
-        "ns" | "nanos" | "nanosecond" | "nanoseconds" => 1e-9,
-        "us" | "µs" | "micros" | "microsecond" | "microseconds" => 1e-6,
-        "ms" | "millis" | "millisecond" | "milliseconds" => 1e-3,
-        "s" | "second" | "seconds" => 1.0,
-        "m" | "minute" | "minutes" => 60.0,
-        "h" | "hour" | "hours" => 3600.0,
-        _ => return None,
-    };
-    Duration::try_from_secs_f64(number * seconds_per_unit).ok()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_duration;
-    use std::time::Duration;
-
-    #[test]
-    fn durations_in_akka_forms() {
-        assert_eq!(parse_duration("10 s"), Some(Duration::from_secs(10)));
-        assert_eq!(parse_duration("10s"), Some(Duration::from_secs(10)));
-        assert_eq!(parse_duration("500 ms"), Some(Duration::from_millis(500)));
-        assert_eq!(parse_duration("1.5 s"), Some(Duration::from_millis(1500)));
-        assert_eq!(parse_duration("2 minutes"), Some(Duration::from_secs(120)));
-        assert_eq!(parse_duration("10"), None);
-        assert_eq!(parse_duration("ten s"), None);
-        assert_eq!(parse_duration("-1 s"), None);
     }
 }

@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use proscenium_scheduler::MIN_STACK_SIZE;
+use proscenium_shutdown::toml_values::{self, flag, invalid, positive};
 use proscenium_shutdown::{ConfigError, ShutdownConfig};
 
 use crate::runtime::system::SystemBuilder;
@@ -91,59 +92,14 @@ impl SystemBuilder {
     }
 }
 
-fn invalid(key: &str, expected: &str) -> ConfigError {
-    ConfigError::InvalidValue {
-        key: key.to_owned(),
-        message: format!("expected {expected}"),
-    }
-}
-
-fn positive(value: &toml::Value, key: &str) -> Result<usize, ConfigError> {
-    value
-        .as_integer()
-        .and_then(|n| usize::try_from(n).ok())
-        .filter(|&n| n > 0)
-        .ok_or_else(|| invalid(key, "a positive integer"))
-}
-
-/// A size in bytes: an integer, or a string of an integer and an optional
-/// binary unit (`"8 MiB"`, `"512KiB"`); at least [`MIN_STACK_SIZE`].
+/// A size in bytes (see [`toml_values::byte_size`]); at least
+/// [`MIN_STACK_SIZE`].
 fn byte_size(value: &toml::Value, key: &str) -> Result<usize, ConfigError> {
     const EXPECTED: &str = "a size of at least 65536 bytes: an integer of bytes, or a string \
                             such as \"8 MiB\" (units B, KiB, MiB, GiB)";
-    let bytes = match value {
-        toml::Value::Integer(n) => usize::try_from(*n).ok(),
-        toml::Value::String(s) => {
-            let s = s.trim();
-            let digits = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-            let (number, unit) = s.split_at(digits);
-            let scale: Option<usize> = match unit.trim_start() {
-                "" | "B" => Some(1),
-                "KiB" => Some(1 << 10),
-                "MiB" => Some(1 << 20),
-                "GiB" => Some(1 << 30),
-                _ => None,
-            };
-            number
-                .parse::<usize>()
-                .ok()
-                .zip(scale)
-                .and_then(|(n, scale)| n.checked_mul(scale))
-        }
-        _ => None,
-    };
-    bytes
+    toml_values::byte_size(value)
         .filter(|&n| n >= MIN_STACK_SIZE)
         .ok_or_else(|| invalid(key, EXPECTED))
-}
-
-fn flag(value: &toml::Value, key: &str) -> Result<bool, ConfigError> {
-    match value {
-        toml::Value::Boolean(b) => Ok(*b),
-        toml::Value::String(s) if s == "on" || s == "true" => Ok(true),
-        toml::Value::String(s) if s == "off" || s == "false" => Ok(false),
-        _ => Err(invalid(key, "true, false, \"on\" or \"off\"")),
-    }
 }
 
 #[cfg(test)]
