@@ -6,11 +6,13 @@
 //!
 //! Under `--cfg loom` the cache's per-thread free lists are loom
 //! thread-locals (`mailbox/src/node_cache.rs`), so the models run the
-//! cache's real code. One difference: under loom no block goes back to the
-//! allocator while the process runs (the global stack keeps them, and later
-//! allocations take them again), because `malloc` handing a freed address
-//! back would depend on the allocator's state, not on the schedule, and
-//! loom needs each schedule to take one path (decision record 0015).
+//! cache's real code. One difference: under loom there is no global stack
+//! and no block goes back to the allocator while the test runs (what would
+//! go to the global stack is retired on the test's OS thread and freed when
+//! it exits), because a stack shared by parallel tests and by successive
+//! executions, or `malloc` handing a freed address back, would make a
+//! schedule's path depend on something other than the schedule, and loom
+//! needs each schedule to take one path (decision record 0015).
 //!
 //! Run with
 //! `RUSTFLAGS="--cfg loom -C debug_assertions" LOOM_MAX_PREEMPTIONS=2 cargo test -p proscenium-loom-tests --release`.

@@ -25,6 +25,7 @@
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::cell::UnsafeCell;
 use std::ptr;
+#[cfg(not(loom))]
 use std::sync::Mutex;
 
 /// Blocks moved between a thread and the global stack at a time.
@@ -35,6 +36,7 @@ pub(crate) const MAX_SIZE: usize = 128;
 pub(crate) const ALIGN: usize = 16;
 const CLASSES: usize = MAX_SIZE / ALIGN;
 /// Batches kept per class in the global stack (1 MiB of 128-byte blocks).
+#[cfg_attr(loom, allow(dead_code))]
 pub(crate) const GLOBAL_MAX_BATCHES: usize = 128;
 
 /// A free block's first word links it to the next free block.
@@ -115,6 +117,7 @@ fn class_layout(class: usize) -> Layout {
     Layout::from_size_align((class + 1) * ALIGN, ALIGN).expect("classes are valid layouts")
 }
 
+#[cfg(not(loom))]
 static GLOBAL: [Mutex<Vec<FreeList>>; CLASSES] = [const { Mutex::new(Vec::new()) }; CLASSES];
 
 /// The calling thread's free lists. Only this thread touches them.
@@ -140,42 +143,90 @@ thread_local! {
 // Under loom the per-thread lists are loom's thread-locals (one set per
 // modelled thread, dropped when that thread ends), so the models run this
 // cache's real code and a freed node's address comes back on the next
-// allocation of the freeing thread, as it does outside loom. The global
-// stack is the same `std` static (loom runs its threads on one OS thread,
-// and no loom operation happens under its lock).
+// allocation of the freeing thread, as it does outside loom. What would go
+// to the global stack is retired instead (see `give_to_global`).
 #[cfg(loom)]
 loom::thread_local! {
     static LOCAL: Local =
         Local { lists: UnsafeCell::new([const { FreeList::EMPTY }; CLASSES]) };
 }
 
-fn give_to_global(class: usize, mut list: FreeList) {
+fn give_to_global(class: usize, list: FreeList) {
     if list.len == 0 {
         return;
     }
-    // A poisoned lock only means a panic elsewhere while holding it; the
-    // Vec of lists is still consistent (pushes and pops are atomic from the
-    // lists' point of view).
-    let mut global = GLOBAL[class].lock().unwrap_or_else(|e| e.into_inner());
-    // Under loom no block goes back to the allocator (the stack is not
-    // bounded; blocks in it are taken again by later allocations, of this
-    // model execution or the next): freed mid-execution, a block could come
-    // back from `alloc` at the address of a mark some thread still holds,
-    // depending on the allocator's state rather than on the schedule, and
-    // loom requires one schedule to take one path.
-    if cfg!(loom) || global.len() < GLOBAL_MAX_BATCHES {
-        global.push(list);
-    } else {
-        drop(global);
-        list.release(class);
+    #[cfg(loom)]
+    retire(class, list);
+    #[cfg(not(loom))]
+    {
+        let mut list = list;
+        // A poisoned lock only means a panic elsewhere while holding it; the
+        // Vec of lists is still consistent (pushes and pops are atomic from
+        // the lists' point of view).
+        let mut global = GLOBAL[class].lock().unwrap_or_else(|e| e.into_inner());
+        if global.len() < GLOBAL_MAX_BATCHES {
+            global.push(list);
+        } else {
+            drop(global);
+            list.release(class);
+        }
     }
 }
 
+#[cfg(not(loom))]
 fn take_from_global(class: usize) -> Option<FreeList> {
     GLOBAL[class]
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .pop()
+}
+
+// Under loom a model's allocations may depend only on its schedule: loom
+// replays a schedule's prefix and requires the same path. A process-wide
+// stack breaks that twice over. Tests run on several OS threads at once,
+// and a list pushed by one test's model could be popped by another's (the
+// terminate models failed with "Reached unexpected exploration state"
+// when run in parallel); and a list left by an earlier execution, of any
+// length, decides whether a later allocation takes a block from it or one
+// pushed in this execution (which an address held as a mark may equal).
+// So under loom nothing is taken from a global stack: what would go there
+// (a thread's lists when it exits, a list past `2 * BATCH`) is retired
+// into a list of this OS thread's (the test's: loom runs a model's threads
+// on the caller's thread as coroutines), never reused, and freed when that
+// thread exits, after its last model. Nor does a retired block go back to
+// the allocator mid-test: `malloc` handing a freed address back at a mark
+// some modelled thread still holds would depend on the allocator's state,
+// not on the schedule.
+#[cfg(loom)]
+fn take_from_global(_class: usize) -> Option<FreeList> {
+    None
+}
+
+#[cfg(loom)]
+struct Retired(std::cell::RefCell<Vec<(usize, FreeList)>>);
+
+#[cfg(loom)]
+impl Drop for Retired {
+    fn drop(&mut self) {
+        for (class, mut list) in self.0.get_mut().drain(..) {
+            list.release(class);
+        }
+    }
+}
+
+#[cfg(loom)]
+std::thread_local! {
+    static RETIRED: Retired = const { Retired(std::cell::RefCell::new(Vec::new())) };
+}
+
+#[cfg(loom)]
+fn retire(class: usize, list: FreeList) {
+    let mut list = Some(list);
+    let _ = RETIRED.try_with(|r| r.0.borrow_mut().extend(list.take().map(|l| (class, l))));
+    if let Some(mut list) = list {
+        // The test's thread is exiting: no model runs on it any more.
+        list.release(class);
+    }
 }
 
 /// Allocates memory for `layout` (a node's), from the cache when it can.
@@ -238,7 +289,7 @@ pub(crate) unsafe fn free_block(block: *mut u8, layout: Layout) {
     });
     if cached.is_err() {
         // The thread is exiting and its cache is gone: back to the allocator
-        // (under loom to the global stack instead, see `give_to_global`).
+        // (under loom retired instead, see `take_from_global`).
         let mut list = FreeList::EMPTY;
         // SAFETY: the block is free and of this class (caller's contract).
         unsafe { list.push(block) };
@@ -266,6 +317,7 @@ pub fn trim_node_cache() -> usize {
             list.release(class);
         }
     });
+    #[cfg(not(loom))]
     for (class, global) in GLOBAL.iter().enumerate() {
         let lists = std::mem::take(&mut *global.lock().unwrap_or_else(|e| e.into_inner()));
         for mut list in lists {
