@@ -13,6 +13,12 @@
 //! Unlike `actor_ping_pong`, the count is not exact run to run: the worker
 //! looks for work a while before it parks, and how long depends on when the
 //! next ask comes.
+//!
+//! It prints how many times the asking thread blocked per ask (its
+//! voluntary context switches, from `/proc/thread-self/status`, on Linux):
+//! a count, but one that depends on timing (whether the answer comes
+//! before the asker gives up waiting for it without blocking), so on a
+//! busy machine it says how the wait behaved there, not in general.
 
 use std::time::Duration;
 
@@ -39,11 +45,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .pin_workers(false)
         .build()?;
     let echo = system.spawn(Props::new(|| Echo), "echo")?;
+    let before = voluntary_switches();
     for n in 0..asks {
         let answer = echo.ask(|r| (n, r), Duration::from_secs(10)).wait()?;
         assert_eq!(answer, n);
     }
+    if let (Some(before), Some(after)) = (before, voluntary_switches()) {
+        println!(
+            "asks: {asks}; the asking thread blocked {:.3} times per ask",
+            (after - before) as f64 / asks as f64
+        );
+    }
     drop(echo);
     system.terminate().wait();
     Ok(())
+}
+
+/// This thread's voluntary context switches so far (Linux only).
+fn voluntary_switches() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/thread-self/status").ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+        .and_then(|v| v.trim().parse().ok())
 }
