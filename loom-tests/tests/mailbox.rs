@@ -8,6 +8,14 @@
 //! thread that wins them (the simplest scheduler there is); an exclusivity
 //! flag proves that two runs never overlap, and loom's own cell tracking
 //! proves that each run sees the previous run's writes.
+//!
+//! Mutations checked to be caught (issue 17, each applied alone, then
+//! reverted): removing `dekker_fence()` (the push/release pairing's fence,
+//! kept under loom only: decision 0019) from `Mailbox::release`, or from
+//! `Mailbox::claim_after_push`: `run_state_never_double_owned_and_never_strands_a_message`,
+//! `close_racing_with_senders_accounts_for_every_message_once`,
+//! `suspended_means_user_lane_paused` and
+//! `system_message_overtakes_later_user_messages` fail.
 #![cfg(loom)]
 
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

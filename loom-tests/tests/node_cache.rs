@@ -30,7 +30,9 @@
 //!   fail (they crash: one block holds two live nodes).
 //! - `Mailbox::release` without its `fence(SeqCst)`:
 //!   `a_holder_fooled_by_a_reused_mark_strands_nothing` fails (a message
-//!   left in the mailbox with nobody scheduled).
+//!   left in the mailbox with nobody scheduled). Rechecked in issue 17,
+//!   where that fence became `dekker_fence()`, a fence under loom only
+//!   (decision 0019): removing the call is still caught.
 #![cfg(loom)]
 
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

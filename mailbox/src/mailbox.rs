@@ -3,7 +3,7 @@
 use crate::error::{SendError, TrySendError, ZeroCapacityError};
 use crate::queue::{ends, Head, Pop, Tail};
 use crate::state::{Snapshot, CLOSED, SCHEDULED};
-use crate::sync::{fence, AtomicUsize, Ordering, UnsafeCell};
+use crate::sync::{dekker_fence, AtomicUsize, Ordering, UnsafeCell};
 
 /// What an enqueue means for the caller.
 #[must_use = "the sender that wins the run must schedule the mailbox's owner"]
@@ -240,19 +240,28 @@ impl<S, U> Mailbox<S, U> {
     ///
     /// A sender that finds `SCHEDULED` set writes nothing to the run-state
     /// word, so a flooded owner's senders share its cache line instead of
-    /// fighting over it. That is safe because of the SeqCst fences here and
-    /// in `release` (the Dekker pattern): of the two fences, one comes first
-    /// in the single total order S. If ours does, `release`'s re-check sees
-    /// our push. If the releaser's does, our load sees its clear of
-    /// `SCHEDULED` (or a later claim, whose own release then comes after our
-    /// fence and sees our push), and we go on to claim.
+    /// fighting over it. That is safe because of a store-load pairing with
+    /// `release` (the Dekker pattern), made of four `SeqCst` accesses: our
+    /// push (the swap of the lane's head) and our load of the run-state
+    /// word; the releaser's `fetch_and` of that word and its load of the
+    /// head (`nonempty_since`). All four are in the single total order S.
+    /// If our load read a value from before the releaser's `fetch_and` (we
+    /// saw `SCHEDULED` and rely on the releaser), it precedes that
+    /// `fetch_and` in S, so our push precedes the releaser's load of the
+    /// head in S, and that load cannot read a head from before our push.
+    /// Otherwise our load sees the clear of `SCHEDULED` (and we claim) or a
+    /// later claim (whose own release's `fetch_and` comes after our load in
+    /// S, and so sees our push by the same argument). The full argument,
+    /// and why loom checks it with fences instead, is in decision record
+    /// 0019. No fence: on x86-64 a `SeqCst` load is a plain `mov`, where
+    /// the fence was a locked instruction on every send.
     #[inline]
     fn claim_after_push(&self) -> Enqueued {
-        // SeqCst fence: orders our push (above) before the load below, and
-        // pairs with the fence in `release` (see above).
-        fence(Ordering::SeqCst);
-        // Relaxed: ordered by the fence.
-        if self.state.load(Ordering::Relaxed) & SCHEDULED != 0 {
+        // Under loom only: the fence that stands in for the SeqCst accesses
+        // there (loom treats those as AcqRel). See `sync::dekker_fence`.
+        dekker_fence();
+        // SeqCst: the sender's load of the Dekker pairing (above).
+        if self.state.load(Ordering::SeqCst) & SCHEDULED != 0 {
             return Enqueued::AlreadyScheduled;
         }
         self.claim()
@@ -368,24 +377,27 @@ impl<S, U> Mailbox<S, U> {
                 self.flags(),
             )
         };
-        // Release: everything this run did (pops, flags) happens-before the
-        // next holder's run, whose claim reads this write with Acquire.
-        let prev = self.state.fetch_and(!SCHEDULED, Ordering::Release);
+        // Release (within SeqCst): everything this run did (pops, flags)
+        // happens-before the next holder's run, whose claim reads this write
+        // with Acquire. SeqCst: the releaser's write of the Dekker pairing
+        // with `claim_after_push` (see there): a sender that saw SCHEDULED
+        // still set relies on us, and its push is visible to the SeqCst loads
+        // of the heads below.
+        let prev = self.state.fetch_and(!SCHEDULED, Ordering::SeqCst);
         debug_assert!(prev & SCHEDULED != 0, "release without holding the run");
-        // SeqCst fence: pairs with the fence in `claim_after_push` (see
-        // there). A sender that saw SCHEDULED still set relies on us, and its
-        // push is visible to the loads below.
-        fence(Ordering::SeqCst);
+        // Under loom only (see `claim_after_push`).
+        dekker_fence();
         // A mark is a node address, and the node cache hands a freed address
         // out again at once, so `head` can equal a mark after it has moved
         // (ABA): we may then report Idle with messages queued. That strands
         // nothing: the marked node was freed, so a later holder popped past
-        // it, and that holder's release fence, like every later holder's,
-        // comes after the fence of any sender that relied on us (or that
-        // sender's load would have read the later clear, not our
-        // SCHEDULED). So each later holder pops such a message or re-checks
-        // after its push. The full argument is in decision record 0002
-        // ("`release` re-checks from marks").
+        // it, and that holder's release `fetch_and`, like every later
+        // holder's, comes after the load of any sender that relied on us in
+        // S (that load read a value from before our `fetch_and`, so from
+        // before theirs). So each later holder pops such a message or
+        // re-checks after its push. The full argument is in decision record
+        // 0002 ("`release` re-checks from marks"), in terms of SeqCst
+        // accesses in 0019.
         let pending = self.holder.system_head.nonempty_since(system_mark)
             || (flags.user_lane_open() && self.user.nonempty_since(user_mark));
         if !pending {

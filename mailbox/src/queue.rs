@@ -124,12 +124,16 @@ impl<T> Head<T> {
     #[inline]
     pub(crate) fn push(&self, value: T) {
         let node = Node::alloc(MaybeUninit::new(value));
-        // AcqRel. Release: publishes `node`'s initialised `next` and `value`
-        // to the producer that will swap after us (it writes `node.next`) and,
-        // through the link store below, to the consumer. Acquire: pairs with
-        // the Release of the producer that swapped `prev` in, so that our
-        // store into `prev.next` happens after `prev` was initialised.
-        let prev = self.head.swap(node, Ordering::AcqRel);
+        // SeqCst, which includes AcqRel. Release: publishes `node`'s
+        // initialised `next` and `value` to the producer that will swap after
+        // us (it writes `node.next`) and, through the link store below, to
+        // the consumer. Acquire: pairs with the Release of the producer that
+        // swapped `prev` in, so that our store into `prev.next` happens after
+        // `prev` was initialised. SeqCst: this swap is the push that the
+        // mailbox's Dekker pairing orders against a release (the SeqCst load
+        // in `nonempty_since`; `Mailbox::claim_after_push`, decision record
+        // 0019). On x86-64 a swap is `xchg` whatever the ordering.
+        let prev = self.head.swap(node, Ordering::SeqCst);
         // SAFETY: `prev` is alive: the consumer frees a node only after it has
         // moved `tail` past it, which requires `prev.next` to be non-null,
         // and only this producer makes it so, right here.
@@ -152,9 +156,11 @@ impl<T> Head<T> {
     /// is enough).
     #[inline]
     pub(crate) fn nonempty_since(&self, mark: Mark) -> bool {
-        // Relaxed: the caller orders this load after the pushes it cares
-        // about (a fence in `Mailbox::release`); nothing is dereferenced.
-        self.head.load(Ordering::Relaxed).cast::<()>() != mark.0
+        // SeqCst: the release's half of the mailbox's Dekker pairing (with
+        // the SeqCst swap in `push` and the run-state word's SeqCst accesses,
+        // `Mailbox::release`); nothing is dereferenced. A plain `mov` on
+        // x86-64.
+        self.head.load(Ordering::SeqCst).cast::<()>() != mark.0
     }
 }
 

@@ -8,11 +8,35 @@
 #[cfg(loom)]
 pub(crate) use loom::{
     cell::UnsafeCell,
-    sync::atomic::{fence, AtomicPtr, AtomicUsize, Ordering},
+    sync::atomic::{AtomicPtr, AtomicUsize, Ordering},
 };
 
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{fence, AtomicPtr, AtomicUsize, Ordering};
+pub(crate) use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+
+/// The store-load barrier of the mailbox's Dekker pairing (a push against
+/// a release; `Mailbox::claim_after_push`, decision record 0019), under
+/// loom only.
+///
+/// Outside loom the four accesses of that pairing are `SeqCst` themselves
+/// (the swap that pushes, the load of the run-state word after it; the
+/// release's `fetch_and` and its load of the queue's head): they all sit in
+/// the single total order S, which forbids both loads reading the old
+/// values, with no fence (on x86-64 a `SeqCst` load is a plain `mov` and the
+/// RMWs are locked instructions anyway). loom does not model `SeqCst`
+/// accesses (it treats them as `AcqRel`, and would report the lost wake-up
+/// the pairing prevents), but it does model `SeqCst` fences: so under loom
+/// the fence stands in, and the models check the protocol with it.
+#[cfg(loom)]
+#[inline(always)]
+pub(crate) fn dekker_fence() {
+    loom::sync::atomic::fence(Ordering::SeqCst);
+}
+
+/// See the loom version: outside loom, nothing.
+#[cfg(not(loom))]
+#[inline(always)]
+pub(crate) fn dekker_fence() {}
 
 #[cfg(not(loom))]
 pub(crate) use self::std_cell::UnsafeCell;

@@ -817,7 +817,10 @@ impl<A: Actor> Driver<A> {
 
 impl<A: Actor> Drive<A::Msg> for Driver<A> {
     fn run(&mut self, cell: &Arc<Cell<A::Msg>>, budget: &mut Budget) -> RunEnd {
-        self.ctx.cell = Some(Arc::clone(cell));
+        // SAFETY: `cell` is the reference `Cell::run` holds for the whole
+        // run; every way out of this run (the return below, or a panic,
+        // after which `Cell::run` calls `abandon_run`) calls `leave`.
+        unsafe { self.ctx.enter(cell) };
         let end = loop {
             if budget.is_exhausted() {
                 break RunEnd::Yield;
@@ -854,11 +857,11 @@ impl<A: Actor> Drive<A::Msg> for Driver<A> {
                 Dequeued::System(msg) => self.system(msg),
             }
         };
-        self.ctx.cell = None;
+        self.ctx.leave();
         end
     }
 
     fn abandon_run(&mut self) {
-        self.ctx.cell = None;
+        self.ctx.leave();
     }
 }
