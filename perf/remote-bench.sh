@@ -2,13 +2,17 @@
 # The remote benchmark of issue 18 (BENCHMARKS.md): two OS processes on
 # loopback, a receiver exposing a counting actor and a sender that
 #   1. tells N messages and asks for the count (throughput until the
-#      receiver's actor has handled all N), after a warm-up;
+#      receiver's actor has handled all N), after a warm-up; once as one
+#      burst and once waiting for the count every WINDOW tells (flow control
+#      by hand: delivery is at most once, and a burst can outrun the
+#      receiving NATS client, which drops what it cannot buffer; the
+#      "lost" column counts them);
 #   2. runs M sequential asks (round trip p50/p99/p99.9), after a warm-up;
 # with proscenium-remote over a nats-server (remote/examples/bench_node.rs)
 # and with ractor_cluster's direct node-to-node TCP (perf/remote-peers/).
 # The message is the same 40-byte struct { id: u64, payload: [u8; 32] }.
 #
-#   perf/remote-bench.sh                   # N=200000 tells, M=20000 asks
+#   perf/remote-bench.sh                   # N=200000 tells, M=20000 asks, WINDOW=10000
 #   N=1000000 M=50000 perf/remote-bench.sh
 #
 # Run it on a quiet machine: the figures are wall-clock. Raw output goes to
@@ -18,6 +22,7 @@ cd "$(dirname "$0")/.."
 
 N=${N:-200000}
 M=${M:-20000}
+WINDOW=${WINDOW:-10000}
 OUT=perf/out
 mkdir -p "$OUT"
 
@@ -105,16 +110,21 @@ nats_port=$(sed -n 's/.*Listening for client connections on 127\.0\.0\.1:\([0-9]
 url="nats://127.0.0.1:$nats_port"
 echo "$NATS ($("$NATS" --version)) on $url"
 
-echo "== proscenium-remote over NATS: N=$N tells, M=$M asks"
 bench=target/release/examples/bench_node
+echo "== proscenium-remote over NATS: N=$N tells (a burst), M=$M asks"
 run proscenium-remote "$bench" receiver "$url" -- "$bench" sender "$url" "$N" "$M"
+echo "== proscenium-remote over NATS: N=$N tells (window $WINDOW), M=$M asks"
+run "proscenium-remote-w$WINDOW" "$bench" receiver "$url" -- "$bench" sender "$url" "$N" "$M" "$WINDOW"
 stop "$nats_pid"
 nats_pid=
 
-echo "== ractor_cluster (direct TCP): N=$N tells, M=$M asks"
 peer=perf/remote-peers/target/release/ractor_bench
+echo "== ractor_cluster (direct TCP): N=$N tells (a burst), M=$M asks"
 port=$(free_port)
 run ractor_cluster "$peer" receiver "$port" -- "$peer" sender "$port" "$N" "$M"
+echo "== ractor_cluster (direct TCP): N=$N tells (window $WINDOW), M=$M asks"
+port=$(free_port)
+run "ractor_cluster-w$WINDOW" "$peer" receiver "$port" -- "$peer" sender "$port" "$N" "$M" "$WINDOW"
 
 echo
 printf '%-28s %12s %10s %10s %10s %6s\n' "" "tell msgs/s" "ask p50" "p99" "p99.9" lost

@@ -15,7 +15,9 @@
 //!
 //! 1. tell throughput: after a warm-up, casts `N` messages and calls the
 //!    receiver for its count (one ordered session carries both), so the
-//!    time runs until the receiver's actor has handled all `N`;
+//!    time runs until the receiver's actor has handled all `N` (with a
+//!    `window`, a fifth argument, it also waits for the count after every
+//!    `window` casts, as bench_node does);
 //! 2. ask round trip: after a warm-up, `M` sequential calls, each timed
 //!    into an HDR histogram.
 
@@ -127,9 +129,14 @@ async fn main() -> Result<(), Error> {
     match args.as_slice() {
         [role, port] if role == "receiver" => receiver(port.parse()?).await,
         [role, port, n, m] if role == "sender" => {
-            sender(port.parse()?, n.parse()?, m.parse()?).await
+            sender(port.parse()?, n.parse()?, m.parse()?, 0).await
         }
-        _ => Err("usage: ractor_bench receiver <port> | sender <port> <tells> <asks>".into()),
+        [role, port, n, m, w] if role == "sender" => {
+            sender(port.parse()?, n.parse()?, m.parse()?, w.parse()?).await
+        }
+        _ => Err(
+            "usage: ractor_bench receiver <port> | sender <port> <tells> <asks> [window]".into(),
+        ),
     }
 }
 
@@ -153,7 +160,7 @@ async fn receiver(port: u16) -> Result<(), Error> {
     Ok(())
 }
 
-async fn sender(port: u16, n: u64, m: u64) -> Result<(), Error> {
+async fn sender(port: u16, n: u64, m: u64, window: u64) -> Result<(), Error> {
     let (server, _) = Actor::spawn(None, node(0, "sender"), ()).await?;
     ractor_cluster::client_connect(&server, format!("127.0.0.1:{port}")).await?;
     // Wait until the session is up and the group shows the remote actor.
@@ -177,6 +184,10 @@ async fn sender(port: u16, n: u64, m: u64) -> Result<(), Error> {
         for id in 0..count {
             sink.cast(Bench::Tell(payload(id)))
                 .map_err(|e| format!("cast failed: {e}"))?;
+            // The same flow control by hand as bench_node's `window`.
+            if window > 0 && (id + 1) % window == 0 && id + 1 < count {
+                call(&sink, Bench::Count).await?;
+            }
         }
         let now = call(&sink, Bench::Count).await?;
         results.push((start.elapsed(), now - told));
