@@ -157,14 +157,16 @@ fn sender(url: &str, n: u64, m: u64, window: u64) -> Result<(), Box<dyn std::err
     // 1. Tell throughput: warm-up, then N tells and the count.
     let mut tell_round = |k: u64| -> Result<(Duration, u64, bool), Box<dyn std::error::Error>> {
         let start = Instant::now();
+        let mut valid = true;
         for id in 0..k {
             sink.tell(Bench::Tell(payload(id)))?;
             // Flow control by hand: wait for the count every `window` tells.
             if window > 0 && (id + 1) % window == 0 && id + 1 < k {
-                count(&sink)?;
+                valid &= count(&sink)?.1;
             }
         }
-        let (now, valid) = count(&sink)?;
+        let (now, last_valid) = count(&sink)?;
+        let valid = valid && last_valid;
         let elapsed = start.elapsed();
         let handled = now - told;
         told = now;
