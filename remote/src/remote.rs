@@ -187,7 +187,10 @@ impl Shared {
     }
 
     pub(crate) fn max_payload(&self) -> usize {
-        self.client.server_info().max_payload
+        // An atomic load in the client, kept up to date from the server's
+        // INFO; `server_info()` clones the whole INFO (a dozen strings) on
+        // every message (BENCHMARKS.md, "Remote").
+        self.client.max_payload()
     }
 
     pub(crate) fn send_out(&self, out: Out) {
