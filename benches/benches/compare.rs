@@ -43,10 +43,10 @@
 //!   (after a warm-up batch of 1%). Reported: million messages/s and ns per
 //!   message. Contenders: proscenium's `Pool::round_robin(4)` (a router
 //!   actor that forwards each message to a routee's mailbox) and ractor's
-//!   `factory::Factory` with `RoundRobinRouting` and 4 workers (the factory
-//!   actor wraps each message in a `Job` (key `()`, default `JobOptions`,
-//!   which time-stamp it) and hands it to the worker, which reports back to
-//!   the factory when done). actix has no router (its `SyncArbiter` is a pool
+//!   `factory::Factory` with `RoundRobinRouting` and 4 workers (each message
+//!   is cast as a `Job` (key `()`, default `JobOptions`, which time-stamp
+//!   it) that the factory routes to a worker, and the worker sends
+//!   `Finished` back to the factory after each job). actix has no router (its `SyncArbiter` is a pool
 //!   of threads running one sync actor type off a shared queue, not a router
 //!   of actors) and kameo 0.22 has none (`kameo_actors`' `ActorPool` is a
 //!   separate crate, least-connections rather than round-robin, each of its
@@ -61,14 +61,15 @@
 //!   due an interval after this one starts being handled), actix's
 //!   `run_interval` and ractor's `send_interval` (a tokio `interval`, in a
 //!   task of its own, started in `post_start`; missed ticks burst) are
-//!   fixed-rate (tick k is due k intervals after the timer started). A
-//!   fixed-rate timer that falls behind accumulates lateness; a
-//!   fixed-delay one instead ticks less often (both kinds of timer wheel
-//!   here have a 1 ms granularity). Reported: p50 and p99 of every tick's
-//!   lateness (exact, over all 100 000 ticks) in µs; the CPU time of the
-//!   whole process (every thread's `/proc/self/task/*/schedstat`) from
-//!   before the spawns until the last tick, per tick, in µs; and that time
-//!   in ms (1 000 ms is the nominal, for 1 000 ticks of 1 ms). kameo 0.22 has no actor timer (only
+//!   fixed-rate (tick k is due k intervals after the timer started: a late
+//!   tick does not move the next one's due time). A fixed-delay timer's due
+//!   time follows each late delivery, so it ticks less often instead (both
+//!   timer wheels here have a 1 ms granularity). Reported: p50 and p99 of
+//!   every tick's lateness (exact, over all 100 000 ticks) in µs; the CPU
+//!   time of the whole process (every thread's
+//!   `/proc/self/task/*/schedstat`) from before the spawns until the last
+//!   tick, per tick, in µs; and that time in ms (1 000 ms is the nominal,
+//!   for 1 000 ticks of 1 ms). kameo 0.22 has no actor timer (only
 //!   `kameo_actors`' `Scheduler` actor, with the dependency problem above):
 //!   "no such feature".
 //! * `stop`: 100 000 idle actors (each has handled one message, so all have
@@ -614,7 +615,8 @@ struct TickLog {
 }
 
 impl TickLog {
-    /// Made right before the timer is started.
+    /// The first tick is due one interval after [`TickLog::started`]
+    /// (called right before the timer is started).
     fn new(ticks: u64, fixed_rate: bool, sink: &Arc<TimerSink>) -> TickLog {
         TickLog {
             fixed_rate,
@@ -623,6 +625,11 @@ impl TickLog {
             lateness: Vec::with_capacity(ticks as usize),
             sink: sink.clone(),
         }
+    }
+
+    /// The timer starts now.
+    fn started(&mut self) {
+        self.due = Instant::now() + TIMER_INTERVAL;
     }
 
     /// Records a tick; true on the last one to record (then the actor
@@ -1040,6 +1047,7 @@ mod pro {
     impl Actor for Ticker {
         type Msg = ();
         fn pre_start(&mut self, ctx: &mut Context<Self>) -> Outcome {
+            self.log.started();
             self.timer = Some(ctx.tell_every(TIMER_INTERVAL, TIMER_INTERVAL, ()));
             Ok(())
         }
@@ -1104,7 +1112,9 @@ mod pro {
             },
             &started_rx,
             |_| {
-                let _ = system.terminate();
+                // Started here; the clock stops at the last `post_stop`,
+                // and `shutdown` waits for the termination afterwards.
+                drop(system.terminate());
             },
             &stopped_rx,
         );
@@ -1130,7 +1140,7 @@ mod act {
     use crate::{
         block_on, drive_ask, drive_fan_in, drive_ping_pong, drive_ring, drive_rss, drive_spawn,
         drive_stop, drive_timers, ring_hop, OneShot, Params, Rally, RunResult, Tally, TickLog,
-        TimerSink, RING_ACTORS, TIMER_INTERVAL,
+        RING_ACTORS, TIMER_INTERVAL,
     };
 
     /// An actix system on a thread of its own, plus extra arbiters.
@@ -1448,9 +1458,7 @@ mod act {
     }
 
     struct Ticker {
-        ticks: u64,
-        sink: Arc<TimerSink>,
-        log: Option<TickLog>,
+        log: TickLog,
         timer: Option<SpawnHandle>,
     }
 
@@ -1459,9 +1467,9 @@ mod act {
         fn started(&mut self, ctx: &mut Context<Self>) {
             // Fixed rate: actix's IntervalFunc moves its deadline on by one
             // interval per tick.
-            self.log = Some(TickLog::new(self.ticks, true, &self.sink));
+            self.log.started();
             self.timer = Some(ctx.run_interval(TIMER_INTERVAL, |act, ctx| {
-                if act.log.as_mut().is_some_and(TickLog::tick) {
+                if act.log.tick() {
                     if let Some(timer) = act.timer.take() {
                         ctx.cancel_future(timer);
                     }
@@ -1478,9 +1486,7 @@ mod act {
             let sink = sink.clone();
             let i = refs.len();
             refs.push(Ticker::start_in_arbiter(rt.arbiter(i), move |_| Ticker {
-                ticks,
-                sink,
-                log: None,
+                log: TickLog::new(ticks, true, &sink),
                 timer: None,
             }));
         });
@@ -1991,7 +1997,6 @@ mod rac {
             _: ActorRef<()>,
             (ticks, sink): (u64, Arc<TimerSink>),
         ) -> Result<TickerState, ActorProcessingErr> {
-            // Made again in post_start, right before the timer starts.
             Ok(TickerState {
                 log: TickLog::new(ticks, true, &sink),
                 timer: None,
@@ -2005,7 +2010,7 @@ mod rac {
         ) -> Result<(), ActorProcessingErr> {
             // Fixed rate: `send_interval` runs a tokio `interval` (its
             // missed ticks burst to catch up).
-            state.log = TickLog::new(state.log.left, true, &state.log.sink);
+            state.log.started();
             state.timer = Some(myself.send_interval(TIMER_INTERVAL, || ()));
             Ok(())
         }
