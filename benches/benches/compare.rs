@@ -37,6 +37,53 @@
 //!   thread (a plain thread, blocking on each answer) makes 20 000
 //!   sequential asks after a warm-up. Reported: p50, p99, p99.9 in µs
 //!   (hdrhistogram).
+//! * `router`: a round-robin pool of 4 routees behind one router; the
+//!   measuring thread tells 500 000 `u64` through the router; each routee
+//!   decrements a shared count per message, done when all have been handled
+//!   (after a warm-up batch of 1%). Reported: million messages/s and ns per
+//!   message. Contenders: proscenium's `Pool::round_robin(4)` (a router
+//!   actor that forwards each message to a routee's mailbox) and ractor's
+//!   `factory::Factory` with `RoundRobinRouting` and 4 workers (each message
+//!   is cast as a `Job` (key `()`, default `JobOptions`, which time-stamp
+//!   it) that the factory routes to a worker, and the worker sends
+//!   `Finished` back to the factory after each job). actix has no router (its `SyncArbiter` is a pool
+//!   of threads running one sync actor type off a shared queue, not a router
+//!   of actors) and kameo 0.22 has none (`kameo_actors`' `ActorPool` is a
+//!   separate crate, least-connections rather than round-robin, each of its
+//!   workers `ask`s the routee, and it depends on kameo with the default
+//!   features, which would switch kameo's `tracing` on for every kameo
+//!   workload): "no such feature" in the table; no hand-rolled router.
+//! * `timers`: 100 actors, each with a periodic timer of 1 ms started from
+//!   its start hook, record 1 000 ticks each and then cancel it. The lateness
+//!   of a tick is its delivery (the handler's start) minus the time the
+//!   timer's own semantics scheduled it for: proscenium's
+//!   `Context::tell_every(1 ms, 1 ms, ())` is fixed-delay (the next tick is
+//!   due an interval after this one starts being handled), actix's
+//!   `run_interval` and ractor's `send_interval` (a tokio `interval`, in a
+//!   task of its own, started in `post_start`; missed ticks burst) are
+//!   fixed-rate (tick k is due k intervals after the timer started: a late
+//!   tick does not move the next one's due time). A fixed-delay timer's due
+//!   time follows each late delivery, so it ticks less often instead (both
+//!   timer wheels here have a 1 ms granularity). Reported: p50 and p99 of
+//!   every tick's lateness (exact, over all 100 000 ticks) in µs; the CPU
+//!   time of the whole process (every thread's
+//!   `/proc/self/task/*/schedstat`) from before the spawns until the last
+//!   tick, per tick, in µs; and that time in ms (1 000 ms is the nominal,
+//!   for 1 000 ticks of 1 ms). kameo 0.22 has no actor timer (only
+//!   `kameo_actors`' `Scheduler` actor, with the dependency problem above):
+//!   "no such feature".
+//! * `stop`: 100 000 idle actors (each has handled one message, so all have
+//!   started); the clock runs from the stop request until every actor's
+//!   stop hook has run (a shared count; the last one signals done). Each
+//!   contender's own way to stop them all: proscenium `ActorSystem::terminate`
+//!   (the coordinated shutdown, whose last phase stops `/user`; hook
+//!   `post_stop`); actix: dropping every `Addr` (an actix actor stops when
+//!   no address to it is left; `System::stop` ends the arbiters' event
+//!   loops instead; hook `stopped`); ractor (no system): `stop(None)` on
+//!   each actor (hook `post_stop`); kameo (no system):
+//!   `stop_gracefully()` on each (an unbounded mailbox: the send completes
+//!   at once; hook `on_stop`). For the peers the clock includes the
+//!   measuring thread's loop over the 100 000 references.
 //!
 //! Every run of every workload completes by sending `()` on a
 //! `std::sync::mpsc` channel to the measuring thread, for every contender.
@@ -75,10 +122,11 @@
 //! # Environment
 //!
 //! * `COMPARE_SCALE` (float, default 1.0): multiplies every message and
-//!   actor count (not the ring's 503 actors nor the 4 producers).
+//!   actor count and the timers' ticks (not the ring's 503 actors, the 4
+//!   producers, the 4 routees nor the 1 ms period).
 //! * `COMPARE_REPS` (default 3): repetitions; the median is reported.
 //! * `COMPARE_ONLY`: comma list of workloads to run, among `ping-pong`,
-//!   `fan-in`, `spawn`, `rss`, `ring`, `ask`.
+//!   `fan-in`, `spawn`, `rss`, `ring`, `ask`, `router`, `timers`, `stop`.
 //! * `COMPARE_PEERS`: comma list of contenders, among `proscenium`, `actix`,
 //!   `actix-1arb`, `ractor`, `kameo`.
 
@@ -87,7 +135,7 @@ use std::future::Future;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::{Arc, Barrier};
+use std::sync::{Arc, Barrier, Mutex};
 use std::task::{Poll, Wake, Waker};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -102,6 +150,10 @@ const FLOOD_WINDOW: u64 = 10_000;
 const RING_ACTORS: usize = 503;
 /// Fan-in producers.
 const PRODUCERS: u64 = 4;
+/// Routees of the router pool.
+const ROUTEES: usize = 4;
+/// The period of every actor timer in the timers workload.
+const TIMER_INTERVAL: Duration = Duration::from_millis(1);
 /// Set in the child process that measures one contender's memory.
 const RSS_CHILD_ENV: &str = "COMPARE_RSS_CHILD";
 const RSS_N_ENV: &str = "COMPARE_RSS_N";
@@ -153,15 +205,21 @@ enum Workload {
     Rss,
     Ring,
     Ask,
+    Router,
+    Timers,
+    Stop,
 }
 
-const WORKLOADS: [Workload; 6] = [
+const WORKLOADS: [Workload; 9] = [
     Workload::PingPong,
     Workload::FanIn,
     Workload::Spawn,
     Workload::Rss,
     Workload::Ring,
     Workload::Ask,
+    Workload::Router,
+    Workload::Timers,
+    Workload::Stop,
 ];
 
 impl Workload {
@@ -173,6 +231,9 @@ impl Workload {
             Workload::Rss => "rss",
             Workload::Ring => "ring",
             Workload::Ask => "ask",
+            Workload::Router => "router",
+            Workload::Timers => "timers",
+            Workload::Stop => "stop",
         }
     }
 }
@@ -187,6 +248,10 @@ struct Params {
     rss_n: u64,
     hops: u64,
     asks: u64,
+    router_n: u64,
+    timer_actors: u64,
+    timer_ticks: u64,
+    stop_n: u64,
 }
 
 fn scaled(base: u64, scale: f64) -> u64 {
@@ -222,6 +287,10 @@ impl Params {
             rss_n: scaled(100_000, scale),
             hops: scaled(10_000_000, scale),
             asks: scaled(20_000, scale),
+            router_n: scaled(500_000, scale),
+            timer_actors: scaled(100, scale),
+            timer_ticks: scaled(1_000, scale),
+            stop_n: scaled(100_000, scale),
         }
     }
 }
@@ -235,6 +304,9 @@ enum Sample {
     BytesPerActor(f64),
     /// p50, p99, p99.9 in microseconds.
     Latency([f64; 3]),
+    /// Tick lateness p50 and p99 in microseconds, CPU microseconds per
+    /// tick, milliseconds until the last tick.
+    Timers([f64; 4]),
 }
 
 type RunResult = Result<Sample, String>;
@@ -474,6 +546,173 @@ fn drive_ask(
     })
 }
 
+/// The error of a contender that lacks a workload's feature; the table
+/// says "no such feature" and the note after it says why.
+const NO_FEATURE: &str = "no such feature";
+
+fn no_feature(why: &str) -> RunResult {
+    Err(format!("{NO_FEATURE}: {why}"))
+}
+
+impl OneShot {
+    /// Re-arms the count for the next batch (the previous one is done).
+    fn arm(&self, n: u64) {
+        // Release: pairs with the routees' AcqRel decrements; the batch's
+        // messages are sent after this store.
+        self.left.store(n, Ordering::Release);
+    }
+}
+
+/// Tells `n` messages through a router whose routees all `hit` `shot`,
+/// after a warm-up batch (which also proves every routee is up).
+fn drive_router(n: u64, shot: &OneShot, rx: &Receiver<()>, tell: impl Fn(u64)) -> RunResult {
+    let warm = (n / 100).max(ROUTEES as u64);
+    shot.arm(warm);
+    (0..warm).for_each(&tell);
+    wait_done(rx)?;
+    shot.arm(n);
+    let start = Instant::now();
+    (0..n).for_each(&tell);
+    wait_done(rx)?;
+    Ok(Sample::Elapsed(start.elapsed()))
+}
+
+/// CPU time of every thread of this process so far, in nanoseconds (the
+/// first field of each `/proc/self/task/*/schedstat`).
+fn cpu_ns() -> Result<u64, String> {
+    let tasks = std::fs::read_dir("/proc/self/task").map_err(|e| format!("/proc: {e}"))?;
+    let mut total = 0;
+    for task in tasks.flatten() {
+        // A thread that exits meanwhile has no file any more: skipped.
+        if let Ok(s) = std::fs::read_to_string(task.path().join("schedstat")) {
+            total += s
+                .split_whitespace()
+                .next()
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0);
+        }
+    }
+    Ok(total)
+}
+
+/// Where the ticking actors put their tick lateness (ns) and say they are
+/// done.
+struct TimerSink {
+    lateness: Mutex<Vec<u64>>,
+    shot: OneShot,
+}
+
+/// One actor's record of its periodic timer: the lateness of each tick,
+/// its delivery (the handler's start) minus the time the timer's own
+/// semantics scheduled it for: with a fixed rate, start + k x interval;
+/// with a fixed delay, the previous delivery + interval.
+struct TickLog {
+    fixed_rate: bool,
+    due: Instant,
+    left: u64,
+    lateness: Vec<u64>,
+    sink: Arc<TimerSink>,
+}
+
+impl TickLog {
+    /// The first tick is due one interval after [`TickLog::started`]
+    /// (called right before the timer is started).
+    fn new(ticks: u64, fixed_rate: bool, sink: &Arc<TimerSink>) -> TickLog {
+        TickLog {
+            fixed_rate,
+            due: Instant::now() + TIMER_INTERVAL,
+            left: ticks,
+            lateness: Vec::with_capacity(ticks as usize),
+            sink: sink.clone(),
+        }
+    }
+
+    /// The timer starts now.
+    fn started(&mut self) {
+        self.due = Instant::now() + TIMER_INTERVAL;
+    }
+
+    /// Records a tick; true on the last one to record (then the actor
+    /// cancels its timer).
+    fn tick(&mut self) -> bool {
+        if self.left == 0 {
+            return false;
+        }
+        let now = Instant::now();
+        let late = now.saturating_duration_since(self.due);
+        self.lateness.push(late.as_nanos() as u64);
+        self.due = if self.fixed_rate { self.due } else { now } + TIMER_INTERVAL;
+        self.left -= 1;
+        if self.left > 0 {
+            return false;
+        }
+        if let Ok(mut all) = self.sink.lateness.lock() {
+            all.append(&mut self.lateness);
+        }
+        self.sink.shot.hit();
+        true
+    }
+}
+
+/// Starts `actors` ticking actors with `spawn`, waits until each has
+/// recorded its ticks; reports p50 and p99 lateness (µs), the process's
+/// CPU time per tick (µs) from before the spawns until then, and that
+/// time (ms).
+fn drive_timers(p: &Params, mut spawn: impl FnMut(&Arc<TimerSink>)) -> RunResult {
+    let (shot, rx) = OneShot::new(p.timer_actors);
+    let sink = Arc::new(TimerSink {
+        lateness: Mutex::new(Vec::with_capacity(
+            (p.timer_actors * p.timer_ticks) as usize,
+        )),
+        shot,
+    });
+    let cpu0 = cpu_ns()?;
+    let start = Instant::now();
+    for _ in 0..p.timer_actors {
+        spawn(&sink);
+    }
+    wait_done(&rx)?;
+    let elapsed = start.elapsed();
+    let cpu = cpu_ns()?.saturating_sub(cpu0);
+    let mut all = std::mem::take(&mut *sink.lateness.lock().map_err(|_| "poisoned")?);
+    if all.len() as u64 != p.timer_actors * p.timer_ticks {
+        return Err(format!("{} ticks recorded", all.len()));
+    }
+    all.sort_unstable();
+    let pct = |q: f64| all[((all.len() - 1) as f64 * q).round() as usize] as f64 / 1000.0;
+    let per_tick = cpu as f64 / 1000.0 / all.len() as f64;
+    Ok(Sample::Timers([
+        pct(0.50),
+        pct(0.99),
+        per_tick,
+        elapsed.as_secs_f64() * 1e3,
+    ]))
+}
+
+/// Spawns `n` actors that each handle one message (`started` fires when
+/// all have), then times `stop` until all their stop hooks have run
+/// (`stopped`). The references still held after `stop` are dropped after
+/// the clock stops.
+fn drive_stop<R>(
+    n: u64,
+    mut spawn_one: impl FnMut() -> R,
+    started: &Receiver<()>,
+    stop: impl FnOnce(&mut Vec<R>),
+    stopped: &Receiver<()>,
+) -> RunResult {
+    let mut refs = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        refs.push(spawn_one());
+    }
+    wait_done(started)?;
+    let start = Instant::now();
+    stop(&mut refs);
+    wait_done(stopped)?;
+    let elapsed = start.elapsed();
+    drop(refs);
+    Ok(Sample::Elapsed(elapsed))
+}
+
 // ---------------------------------------------------------------------------
 // Helpers for the async peers
 
@@ -521,10 +760,12 @@ mod pro {
     use std::time::Duration;
 
     use proscenium::prelude::*;
+    use proscenium::{Cancellable, Pool, RouterRef};
 
     use crate::{
-        drive_ask, drive_fan_in, drive_ping_pong, drive_ring, drive_rss, drive_spawn, ring_hop,
-        OneShot, Params, Rally, RunResult, Tally, RING_ACTORS,
+        drive_ask, drive_fan_in, drive_ping_pong, drive_ring, drive_router, drive_rss, drive_spawn,
+        drive_stop, drive_timers, ring_hop, OneShot, Params, Rally, RunResult, Tally, TickLog,
+        RING_ACTORS, ROUTEES, TIMER_INTERVAL,
     };
 
     fn system() -> ActorSystem {
@@ -775,6 +1016,111 @@ mod pro {
         shutdown(&system);
         r
     }
+
+    struct Routee(OneShot);
+
+    impl Actor for Routee {
+        type Msg = u64;
+        fn receive(&mut self, _: &mut Context<Self>, _: u64) -> Outcome {
+            self.0.hit();
+            Ok(())
+        }
+    }
+
+    pub(crate) fn router(p: &Params) -> RunResult {
+        let system = system();
+        let (shot, rx) = OneShot::new(0);
+        let routee = shot.clone();
+        let pool = Pool::round_robin(ROUTEES).props(Props::new(move || Routee(routee.clone())));
+        let router = RouterRef::new(system.spawn_anonymous(pool).expect("pool"));
+        let r = drive_router(p.router_n, &shot, &rx, |i| router.tell(i));
+        router.actor_ref().stop();
+        shutdown(&system);
+        r
+    }
+
+    struct Ticker {
+        log: TickLog,
+        timer: Option<Cancellable>,
+    }
+
+    impl Actor for Ticker {
+        type Msg = ();
+        fn pre_start(&mut self, ctx: &mut Context<Self>) -> Outcome {
+            self.log.started();
+            self.timer = Some(ctx.tell_every(TIMER_INTERVAL, TIMER_INTERVAL, ()));
+            Ok(())
+        }
+        fn receive(&mut self, _: &mut Context<Self>, (): ()) -> Outcome {
+            if self.log.tick() {
+                if let Some(timer) = &self.timer {
+                    timer.cancel();
+                }
+            }
+            Ok(())
+        }
+    }
+
+    pub(crate) fn timers(p: &Params) -> RunResult {
+        let system = system();
+        let ticks = p.timer_ticks;
+        let mut refs = Vec::new();
+        let r = drive_timers(p, |sink| {
+            let sink = sink.clone();
+            refs.push(spawn(&system, move || Ticker {
+                // Fixed delay: `tell_every`'s next tick is due an interval
+                // after this one starts being handled.
+                log: TickLog::new(ticks, false, &sink),
+                timer: None,
+            }));
+        });
+        refs.iter().for_each(ActorRef::stop);
+        shutdown(&system);
+        r
+    }
+
+    struct Idle {
+        started: OneShot,
+        stopped: OneShot,
+    }
+
+    impl Actor for Idle {
+        type Msg = ();
+        fn receive(&mut self, _: &mut Context<Self>, (): ()) -> Outcome {
+            self.started.hit();
+            Ok(())
+        }
+        fn post_stop(&mut self, _: &mut Context<Self>) {
+            self.stopped.hit();
+        }
+    }
+
+    pub(crate) fn stop(p: &Params) -> RunResult {
+        let system = system();
+        let (started, started_rx) = OneShot::new(p.stop_n);
+        let (stopped, stopped_rx) = OneShot::new(p.stop_n);
+        let r = drive_stop(
+            p.stop_n,
+            || {
+                let (started, stopped) = (started.clone(), stopped.clone());
+                let r = spawn(&system, move || Idle {
+                    started: started.clone(),
+                    stopped: stopped.clone(),
+                });
+                r.tell(());
+                r
+            },
+            &started_rx,
+            |_| {
+                // Started here; the clock stops at the last `post_stop`,
+                // and `shutdown` waits for the termination afterwards.
+                drop(system.terminate());
+            },
+            &stopped_rx,
+        );
+        shutdown(&system);
+        r
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -786,11 +1132,15 @@ mod act {
     use std::sync::Arc;
     use std::thread;
 
-    use actix::{Actor, ActorContext, Addr, ArbiterHandle, Context, Handler, Message};
+    use actix::{
+        Actor, ActorContext, Addr, ArbiterHandle, AsyncContext, Context, Handler, Message,
+        SpawnHandle,
+    };
 
     use crate::{
         block_on, drive_ask, drive_fan_in, drive_ping_pong, drive_ring, drive_rss, drive_spawn,
-        ring_hop, OneShot, Params, Rally, RunResult, Tally, RING_ACTORS,
+        drive_stop, drive_timers, ring_hop, OneShot, Params, Rally, RunResult, Tally, TickLog,
+        RING_ACTORS, TIMER_INTERVAL,
     };
 
     /// An actix system on a thread of its own, plus extra arbiters.
@@ -1106,6 +1456,87 @@ mod act {
         rt.shutdown();
         r
     }
+
+    struct Ticker {
+        log: TickLog,
+        timer: Option<SpawnHandle>,
+    }
+
+    impl Actor for Ticker {
+        type Context = Context<Self>;
+        fn started(&mut self, ctx: &mut Context<Self>) {
+            // Fixed rate: actix's IntervalFunc moves its deadline on by one
+            // interval per tick.
+            self.log.started();
+            self.timer = Some(ctx.run_interval(TIMER_INTERVAL, |act, ctx| {
+                if act.log.tick() {
+                    if let Some(timer) = act.timer.take() {
+                        ctx.cancel_future(timer);
+                    }
+                }
+            }));
+        }
+    }
+
+    pub(crate) fn timers(p: &Params, arbiters: usize) -> RunResult {
+        let rt = Rt::start(arbiters);
+        let mut refs = Vec::new();
+        let ticks = p.timer_ticks;
+        let r = drive_timers(p, |sink| {
+            let sink = sink.clone();
+            let i = refs.len();
+            refs.push(Ticker::start_in_arbiter(rt.arbiter(i), move |_| Ticker {
+                log: TickLog::new(ticks, true, &sink),
+                timer: None,
+            }));
+        });
+        drop(refs);
+        rt.shutdown();
+        r
+    }
+
+    struct Idle {
+        started: OneShot,
+        stopped: OneShot,
+    }
+    impl Actor for Idle {
+        type Context = Context<Self>;
+        fn stopped(&mut self, _: &mut Context<Self>) {
+            self.stopped.hit();
+        }
+    }
+    impl Handler<Poke> for Idle {
+        type Result = ();
+        fn handle(&mut self, _: Poke, _: &mut Context<Self>) {
+            self.started.hit();
+        }
+    }
+
+    pub(crate) fn stop(p: &Params, arbiters: usize) -> RunResult {
+        let rt = Rt::start(arbiters);
+        let (started, started_rx) = OneShot::new(p.stop_n);
+        let (stopped, stopped_rx) = OneShot::new(p.stop_n);
+        let mut i = 0;
+        let r = drive_stop(
+            p.stop_n,
+            || {
+                let (started, stopped) = (started.clone(), stopped.clone());
+                let addr =
+                    Idle::start_in_arbiter(rt.arbiter(i), move |_| Idle { started, stopped });
+                addr.do_send(Poke);
+                i += 1;
+                addr
+            },
+            &started_rx,
+            // An actix actor stops once no address to it is left (and its
+            // mailbox is empty): actix's way to stop an actor from outside
+            // (`System::stop` ends the arbiters' event loops instead).
+            Vec::clear,
+            &stopped_rx,
+        );
+        rt.shutdown();
+        r
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -1116,12 +1547,19 @@ mod rac {
     use std::sync::mpsc::{self, Sender};
     use std::sync::Arc;
 
+    use ractor::factory::queues::DefaultQueue;
+    use ractor::factory::routing::RoundRobinRouting;
+    use ractor::factory::{
+        Factory, FactoryArguments, FactoryMessage, Job, JobOptions, Worker, WorkerBuilder, WorkerId,
+    };
     use ractor::rpc::CallResult;
     use ractor::{Actor, ActorProcessingErr, ActorRef, ActorRuntime, RpcReplyPort};
+    use tokio::task::JoinHandle;
 
     use crate::{
-        drive_ask, drive_fan_in, drive_ping_pong, drive_ring, drive_rss, drive_spawn, ring_hop,
-        sent, tokio_runtime, tokio_shutdown, OneShot, Params, Rally, RunResult, Tally, RING_ACTORS,
+        drive_ask, drive_fan_in, drive_ping_pong, drive_ring, drive_router, drive_rss, drive_spawn,
+        drive_stop, drive_timers, ring_hop, sent, tokio_runtime, tokio_shutdown, OneShot, Params,
+        Rally, RunResult, Tally, TickLog, TimerSink, RING_ACTORS, ROUTEES, TIMER_INTERVAL,
     };
 
     fn spawn<A: Actor>(
@@ -1468,6 +1906,212 @@ mod rac {
         tokio_shutdown(rt);
         r
     }
+
+    /// A routee of the factory (ractor's worker pool).
+    struct Routee;
+
+    impl Worker for Routee {
+        type Key = ();
+        type Message = u64;
+        type Arguments = OneShot;
+        type State = OneShot;
+
+        async fn pre_start(
+            &self,
+            _: WorkerId,
+            _: &ActorRef<FactoryMessage<(), u64>>,
+            shot: OneShot,
+        ) -> Result<OneShot, ActorProcessingErr> {
+            Ok(shot)
+        }
+
+        async fn handle(
+            &self,
+            _: WorkerId,
+            _: &ActorRef<FactoryMessage<(), u64>>,
+            _: Job<(), u64>,
+            shot: &mut OneShot,
+        ) -> Result<(), ActorProcessingErr> {
+            shot.hit();
+            Ok(())
+        }
+    }
+
+    struct Routees(OneShot);
+
+    impl WorkerBuilder<Routee, OneShot> for Routees {
+        fn build(&mut self, _: WorkerId) -> (Routee, OneShot) {
+            (Routee, self.0.clone())
+        }
+    }
+
+    pub(crate) fn router(p: &Params) -> RunResult {
+        let rt = tokio_runtime();
+        let (shot, rx) = OneShot::new(0);
+        let args = FactoryArguments::builder()
+            .worker_builder(Box::new(Routees(shot.clone())))
+            .num_initial_workers(ROUTEES)
+            .router(RoundRobinRouting::default())
+            .queue(DefaultQueue::default())
+            .build();
+        let factory =
+            spawn(
+                &rt,
+                Factory::<
+                    (),
+                    u64,
+                    OneShot,
+                    Routee,
+                    RoundRobinRouting<(), u64>,
+                    DefaultQueue<(), u64>,
+                >::default(),
+                args,
+            );
+        let r = drive_router(p.router_n, &shot, &rx, |i| {
+            sent(factory.cast(FactoryMessage::Dispatch(Job {
+                key: (),
+                msg: i,
+                options: JobOptions::default(),
+                accepted: None,
+            })))
+        });
+        factory.stop(None);
+        tokio_shutdown(rt);
+        r
+    }
+
+    struct Ticker;
+
+    struct TickerState {
+        log: TickLog,
+        timer: Option<JoinHandle<()>>,
+    }
+
+    impl Actor for Ticker {
+        type Msg = ();
+        type State = TickerState;
+        type Arguments = (u64, Arc<TimerSink>);
+
+        async fn pre_start(
+            &self,
+            _: ActorRef<()>,
+            (ticks, sink): (u64, Arc<TimerSink>),
+        ) -> Result<TickerState, ActorProcessingErr> {
+            Ok(TickerState {
+                log: TickLog::new(ticks, true, &sink),
+                timer: None,
+            })
+        }
+
+        async fn post_start(
+            &self,
+            myself: ActorRef<()>,
+            state: &mut TickerState,
+        ) -> Result<(), ActorProcessingErr> {
+            // Fixed rate: `send_interval` runs a tokio `interval` (its
+            // missed ticks burst to catch up).
+            state.log.started();
+            state.timer = Some(myself.send_interval(TIMER_INTERVAL, || ()));
+            Ok(())
+        }
+
+        async fn handle(
+            &self,
+            _: ActorRef<()>,
+            (): (),
+            state: &mut TickerState,
+        ) -> Result<(), ActorProcessingErr> {
+            if state.log.tick() {
+                if let Some(timer) = state.timer.take() {
+                    timer.abort();
+                }
+            }
+            Ok(())
+        }
+    }
+
+    pub(crate) fn timers(p: &Params) -> RunResult {
+        let rt = tokio_runtime();
+        let mut refs = Vec::new();
+        let r = {
+            let _enter = rt.enter();
+            drive_timers(p, |sink| {
+                let (r, _) = ActorRuntime::<Ticker>::spawn_instant(
+                    None,
+                    Ticker,
+                    (p.timer_ticks, sink.clone()),
+                )
+                .expect("ractor spawn");
+                refs.push(r);
+            })
+        };
+        refs.iter().for_each(|r| r.stop(None));
+        tokio_shutdown(rt);
+        r
+    }
+
+    struct Idle;
+
+    impl Actor for Idle {
+        type Msg = ();
+        type State = (OneShot, OneShot);
+        type Arguments = (OneShot, OneShot);
+
+        async fn pre_start(
+            &self,
+            _: ActorRef<()>,
+            shots: (OneShot, OneShot),
+        ) -> Result<(OneShot, OneShot), ActorProcessingErr> {
+            Ok(shots)
+        }
+
+        async fn handle(
+            &self,
+            _: ActorRef<()>,
+            (): (),
+            (started, _): &mut (OneShot, OneShot),
+        ) -> Result<(), ActorProcessingErr> {
+            started.hit();
+            Ok(())
+        }
+
+        async fn post_stop(
+            &self,
+            _: ActorRef<()>,
+            (_, stopped): &mut (OneShot, OneShot),
+        ) -> Result<(), ActorProcessingErr> {
+            stopped.hit();
+            Ok(())
+        }
+    }
+
+    pub(crate) fn stop(p: &Params) -> RunResult {
+        let rt = tokio_runtime();
+        let (started, started_rx) = OneShot::new(p.stop_n);
+        let (stopped, stopped_rx) = OneShot::new(p.stop_n);
+        let r = {
+            let _enter = rt.enter();
+            drive_stop(
+                p.stop_n,
+                || {
+                    let (r, _) = ActorRuntime::<Idle>::spawn_instant(
+                        None,
+                        Idle,
+                        (started.clone(), stopped.clone()),
+                    )
+                    .expect("ractor spawn");
+                    sent(r.cast(()));
+                    r
+                },
+                &started_rx,
+                // No actor system: each actor is stopped.
+                |refs| refs.iter().for_each(|r| r.stop(None)),
+                &stopped_rx,
+            )
+        };
+        tokio_shutdown(rt);
+        r
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -1478,14 +2122,15 @@ mod kam {
     use std::sync::mpsc::{self, Sender};
     use std::sync::Arc;
 
-    use kameo::error::Infallible;
+    use kameo::error::{ActorStopReason, Infallible};
     use kameo::mailbox;
     use kameo::message::{Context, Message};
-    use kameo::prelude::{Actor, ActorRef, Spawn};
+    use kameo::prelude::{Actor, ActorRef, Spawn, WeakActorRef};
 
     use crate::{
-        drive_ask, drive_fan_in, drive_ping_pong, drive_ring, drive_rss, drive_spawn, ring_hop,
-        sent, tokio_runtime, tokio_shutdown, OneShot, Params, Rally, RunResult, Tally, RING_ACTORS,
+        block_on, drive_ask, drive_fan_in, drive_ping_pong, drive_ring, drive_rss, drive_spawn,
+        drive_stop, ring_hop, sent, tokio_runtime, tokio_shutdown, OneShot, Params, Rally,
+        RunResult, Tally, RING_ACTORS,
     };
 
     /// Spawns with an unbounded mailbox; needs the runtime entered.
@@ -1784,6 +2429,64 @@ mod kam {
         tokio_shutdown(rt);
         r
     }
+
+    struct Idle {
+        started: OneShot,
+        stopped: OneShot,
+    }
+
+    impl Actor for Idle {
+        type Args = Self;
+        type Error = Infallible;
+        async fn on_start(state: Self, _: ActorRef<Self>) -> Result<Self, Infallible> {
+            Ok(state)
+        }
+        async fn on_stop(
+            &mut self,
+            _: WeakActorRef<Self>,
+            _: ActorStopReason,
+        ) -> Result<(), Infallible> {
+            self.stopped.hit();
+            Ok(())
+        }
+    }
+
+    impl Message<Poke> for Idle {
+        type Reply = ();
+        async fn handle(&mut self, _: Poke, _: &mut Context<Self, ()>) {
+            self.started.hit();
+        }
+    }
+
+    pub(crate) fn stop(p: &Params) -> RunResult {
+        let rt = tokio_runtime();
+        let (started, started_rx) = OneShot::new(p.stop_n);
+        let (stopped, stopped_rx) = OneShot::new(p.stop_n);
+        let r = {
+            let _enter = rt.enter();
+            drive_stop(
+                p.stop_n,
+                || {
+                    let r = spawn(Idle {
+                        started: started.clone(),
+                        stopped: stopped.clone(),
+                    });
+                    sent(r.tell(Poke).try_send());
+                    r
+                },
+                &started_rx,
+                // No actor system: each actor is stopped (after the
+                // messages already in its mailbox, of which there are none).
+                |refs| {
+                    refs.iter()
+                        .for_each(|r| sent(block_on(r.stop_gracefully())))
+                },
+                &stopped_rx,
+            )
+        };
+        tokio_shutdown(rt);
+        r
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -1817,6 +2520,26 @@ fn run(w: Workload, c: Contender, p: &Params) -> RunResult {
         (Workload::Ask, Contender::Actix1) => act::ask(p, 1),
         (Workload::Ask, Contender::Ractor) => rac::ask(p),
         (Workload::Ask, Contender::Kameo) => kam::ask(p),
+        (Workload::Router, Contender::Proscenium) => pro::router(p),
+        (Workload::Router, Contender::Actix | Contender::Actix1) => no_feature(
+            "actix has no router; its SyncArbiter runs N threads of one sync actor type off one queue (a thread pool, not a router of actors)",
+        ),
+        (Workload::Router, Contender::Ractor) => rac::router(p),
+        (Workload::Router, Contender::Kameo) => no_feature(
+            "kameo 0.22 has no router; kameo_actors' ActorPool is least-connections, not round-robin, and needs kameo's default features (tracing) for every kameo workload",
+        ),
+        (Workload::Timers, Contender::Proscenium) => pro::timers(p),
+        (Workload::Timers, Contender::Actix) => act::timers(p, 2),
+        (Workload::Timers, Contender::Actix1) => act::timers(p, 1),
+        (Workload::Timers, Contender::Ractor) => rac::timers(p),
+        (Workload::Timers, Contender::Kameo) => no_feature(
+            "kameo 0.22 has no actor timer (kameo_actors' Scheduler actor is a separate crate needing kameo's default features)",
+        ),
+        (Workload::Stop, Contender::Proscenium) => pro::stop(p),
+        (Workload::Stop, Contender::Actix) => act::stop(p, 2),
+        (Workload::Stop, Contender::Actix1) => act::stop(p, 1),
+        (Workload::Stop, Contender::Ractor) => rac::stop(p),
+        (Workload::Stop, Contender::Kameo) => kam::stop(p),
     }
 }
 
@@ -1903,16 +2626,21 @@ fn medians(samples: &[Vec<RunResult>]) -> Vec<Result<Sample, String>> {
                     Sample::BytesPerActor(b) => *b,
                     _ => f64::NAN,
                 }),
-                Sample::Latency(_) => {
-                    let lat: Vec<[f64; 3]> = ok
+                Sample::Latency(_) | Sample::Timers(_) => {
+                    // Each figure's median on its own.
+                    let all: Vec<[f64; 4]> = ok
                         .iter()
                         .filter_map(|s| match s {
-                            Sample::Latency(l) => Some(*l),
+                            Sample::Latency([a, b, c]) => Some([*a, *b, *c, 0.0]),
+                            Sample::Timers(l) => Some(*l),
                             _ => None,
                         })
                         .collect();
-                    let pick = |i: usize| median_by(lat.iter().map(|l| l[i]).collect(), |x| *x);
-                    Sample::Latency([pick(0), pick(1), pick(2)])
+                    let pick = |i: usize| median_by(all.iter().map(|l| l[i]).collect(), |x| *x);
+                    match ok[0] {
+                        Sample::Timers(_) => Sample::Timers([pick(0), pick(1), pick(2), pick(3)]),
+                        _ => Sample::Latency([pick(0), pick(1), pick(2)]),
+                    }
                 }
             })
         })
@@ -2031,6 +2759,78 @@ fn rows_for(w: Workload, p: &Params, med: &[Result<Sample, String>]) -> Vec<Row>
                 row(String::new(), "p99.9 µs", Better::Lower, time, pct(2)),
             ]
         }
+        Workload::Router => {
+            let n = p.router_n as f64;
+            vec![
+                row(
+                    format!("router pool ({ROUTEES} routees, {} msgs)", p.router_n),
+                    "M msgs/s",
+                    Better::Higher,
+                    time,
+                    elapsed(&|s| n / s / 1e6),
+                ),
+                row(
+                    String::new(),
+                    "ns / msg",
+                    Better::Lower,
+                    time,
+                    elapsed(&|s| s * 1e9 / n),
+                ),
+            ]
+        }
+        Workload::Timers => {
+            let part = |i: usize| -> Vec<Result<f64, String>> {
+                med.iter()
+                    .map(|m| match m {
+                        Ok(Sample::Timers(l)) => Ok(l[i]),
+                        Ok(_) => Err("wrong sample".to_owned()),
+                        Err(e) => Err(e.clone()),
+                    })
+                    .collect()
+            };
+            vec![
+                row(
+                    format!(
+                        "actor timers ({} actors x {} ticks, {} ms)",
+                        p.timer_actors,
+                        p.timer_ticks,
+                        TIMER_INTERVAL.as_millis()
+                    ),
+                    "tick lateness p50 µs",
+                    Better::Lower,
+                    time,
+                    part(0),
+                ),
+                row(
+                    String::new(),
+                    "tick lateness p99 µs",
+                    Better::Lower,
+                    time,
+                    part(1),
+                ),
+                row(
+                    String::new(),
+                    "CPU µs / tick",
+                    Better::Lower,
+                    ("cheaper", "dearer"),
+                    part(2),
+                ),
+                row(
+                    String::new(),
+                    "ms to the last tick",
+                    Better::Lower,
+                    time,
+                    part(3),
+                ),
+            ]
+        }
+        Workload::Stop => vec![row(
+            format!("stop ({} idle actors)", p.stop_n),
+            "ms to all stop hooks",
+            Better::Lower,
+            time,
+            elapsed(&|s| s * 1e3),
+        )],
     }
 }
 
@@ -2196,6 +2996,13 @@ fn main() {
         for (c, v) in contenders.iter().zip(&row.values) {
             match v {
                 Ok(v) => line.push_str(&format!(" {} |", fmt_value(*v))),
+                Err(e) if e.starts_with(NO_FEATURE) => {
+                    line.push_str(&format!(" {NO_FEATURE} |"));
+                    let note = format!("{}: {e}", c.name());
+                    if !notes.contains(&note) {
+                        notes.push(note);
+                    }
+                }
                 Err(e) => {
                     line.push_str(" n/a |");
                     let note = format!("{} / {}: {e}", c.name(), row.metric);
