@@ -105,12 +105,22 @@ fn receiver(url: &str) -> Result<(), Box<dyn std::error::Error>> {
         .with_max_level(tracing::Level::INFO)
         .init();
     let system = ActorSystem::builder().name("receiver").build()?;
-    let remote = Remote::connect(&system, RemoteSettings::new(url, CLUSTER, "receiver"))?;
+    let mut settings = RemoteSettings::new(url, CLUSTER, "receiver");
+    // BENCH_SUBSCRIPTION_CAPACITY: the receiver's buffer per exposed name
+    // (the default drops messages under a burst: BENCHMARKS.md, "Remote").
+    if let Some(n) = std::env::var("BENCH_SUBSCRIPTION_CAPACITY").ok() {
+        settings = settings.subscription_capacity(n.parse()?);
+    }
+    let remote = Remote::connect(&system, settings)?;
     remote.add_to_coordinated_shutdown()?;
     let sink = system.spawn(Props::new(|| Sink { told: 0 }), "sink")?;
     remote.expose(&sink, NAME)?;
     println!("ready");
     let report = system.when_terminated().wait();
+    println!(
+        "receiver: {} messages dropped by the NATS client (slow consumer)",
+        remote.dropped_by_slow_consumer()
+    );
     drop(remote);
     println!("receiver terminated clean={}", report.clean());
     Ok(())

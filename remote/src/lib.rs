@@ -30,8 +30,12 @@
 //!
 //! * **At most once.** A message is delivered once or not at all: NATS
 //!   core does not store or resend, so a message to a name nobody exposes,
-//!   or sent while a connection is down, is lost. Nothing is delivered
-//!   twice.
+//!   or sent while a connection is down, is lost. So is a message that
+//!   arrives for a name whose actor has fallen behind its senders by more
+//!   than [`RemoteSettings::subscription_capacity`] messages (NATS's "slow
+//!   consumer": the client drops it; counted by
+//!   [`Remote::dropped_by_slow_consumer`] and logged). Nothing is
+//!   delivered twice.
 //! * **Per-sender order.** Messages from one node to one name arrive in
 //!   the order they were sent: the node publishes everything (tells, asks,
 //!   replies) from one queue in order, NATS keeps the order of one

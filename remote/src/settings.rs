@@ -48,6 +48,13 @@ pub struct RemoteSettings {
     pub failure_detector_timeout: Duration,
     /// How long `connect` tries to reach a server (default 5 s).
     pub connect_timeout: Duration,
+    /// How many received messages one exposed name may have waiting to be
+    /// told to its actor (default 65 536, the NATS client's own default).
+    /// Past it the NATS client drops what arrives for that name (NATS's
+    /// "slow consumer"), which [`Remote::dropped_by_slow_consumer`](crate::Remote::dropped_by_slow_consumer)
+    /// counts. The buffer grows as it fills, so a large value costs memory
+    /// only while a backlog lasts.
+    pub subscription_capacity: usize,
 }
 
 impl RemoteSettings {
@@ -65,6 +72,7 @@ impl RemoteSettings {
             heartbeat_interval: Duration::from_secs(1),
             failure_detector_timeout: Duration::from_secs(5),
             connect_timeout: Duration::from_secs(5),
+            subscription_capacity: 65_536,
         }
     }
 
@@ -81,6 +89,13 @@ impl RemoteSettings {
         self
     }
 
+    /// Sets how many received messages one exposed name may have waiting
+    /// (see [`subscription_capacity`](Self::subscription_capacity)).
+    pub fn subscription_capacity(mut self, capacity: usize) -> RemoteSettings {
+        self.subscription_capacity = capacity;
+        self
+    }
+
     /// Sets how long `connect` tries to reach a server.
     pub fn connect_timeout(mut self, timeout: Duration) -> RemoteSettings {
         self.connect_timeout = timeout;
@@ -89,8 +104,8 @@ impl RemoteSettings {
 
     /// Reads the `[remote]` table of a TOML document: `servers` (an array
     /// of URLs, or one string), `cluster`, `node` (required),
-    /// `heartbeat-interval`, `failure-detector-timeout`, `connect-timeout`
-    /// (durations as in every proscenium section: `"500ms"`, `"3 s"`,
+    /// `heartbeat-interval`, `failure-detector-timeout`, `connect-timeout`,
+    /// `subscription-capacity` (a positive integer) (durations as in every proscenium section: `"500ms"`, `"3 s"`,
     /// `"1.5 s"`, `"1 m"`, `"1 h"`, Akka's long unit names, or here also an
     /// integer of milliseconds). Other tables are left alone; an unknown key or a bad
     /// value is an error naming the key, such as `remote.node`.
@@ -118,6 +133,9 @@ impl RemoteSettings {
                     out.failure_detector_timeout = duration(value, &full)?
                 }
                 "connect-timeout" => out.connect_timeout = duration(value, &full)?,
+                "subscription-capacity" => {
+                    out.subscription_capacity = toml_values::positive(value, &full)?
+                }
                 _ => return Err(ConfigError::UnknownKey { key: full }),
             }
         }
@@ -146,6 +164,12 @@ impl RemoteSettings {
         check_token(&self.node, "remote.node")?;
         if self.heartbeat_interval.is_zero() {
             return Err(invalid("remote.heartbeat-interval", "a positive duration"));
+        }
+        if self.subscription_capacity == 0 {
+            return Err(invalid(
+                "remote.subscription-capacity",
+                "a positive integer",
+            ));
         }
         if self.failure_detector_timeout <= self.heartbeat_interval {
             return Err(invalid(
@@ -253,6 +277,11 @@ mod tests {
                 "remote.failure-detector-timeout",
             ),
             ("connect-timeout = \"0s\"", "remote.connect-timeout"),
+            ("subscription-capacity = 0", "remote.subscription-capacity"),
+            (
+                "subscription-capacity = \"many\"",
+                "remote.subscription-capacity",
+            ),
             ("colour = 1", "remote.colour"),
         ];
         for (line, key) in cases {
@@ -302,7 +331,16 @@ mod tests {
         assert_eq!(s.connect_timeout, Duration::from_secs(3600));
         let d = RemoteSettings::from_toml_str(BASE).expect("valid");
         assert_eq!(d, RemoteSettings::new("nats://127.0.0.1:4222", "c", "n"));
+        assert_eq!(d.subscription_capacity, 65_536);
         assert!(d.validate().is_ok());
+        let s = RemoteSettings::from_toml_str(&format!("{BASE}subscription-capacity = 1048576"))
+            .expect("valid");
+        assert_eq!(s.subscription_capacity, 1 << 20);
+        let zero = d.clone().subscription_capacity(0);
+        assert_eq!(
+            key_of(zero.validate().expect_err("zero capacity")),
+            "remote.subscription-capacity"
+        );
         let short = d.failure_detector(Duration::from_secs(2), Duration::from_secs(1));
         assert_eq!(
             key_of(short.validate().expect_err("fd <= hb")),
