@@ -108,7 +108,7 @@ fn receiver(url: &str) -> Result<(), Box<dyn std::error::Error>> {
     let mut settings = RemoteSettings::new(url, CLUSTER, "receiver");
     // BENCH_SUBSCRIPTION_CAPACITY: the receiver's buffer per exposed name
     // (the default drops messages under a burst: BENCHMARKS.md, "Remote").
-    if let Some(n) = std::env::var("BENCH_SUBSCRIPTION_CAPACITY").ok() {
+    if let Ok(n) = std::env::var("BENCH_SUBSCRIPTION_CAPACITY") {
         settings = settings.subscription_capacity(n.parse()?);
     }
     let remote = Remote::connect(&system, settings)?;
