@@ -11,7 +11,7 @@ use crate::api::actor::{Actor, Props};
 use crate::api::actor_ref::{ActorId, ActorRef};
 use crate::error::{validate_name, SpawnError};
 use crate::patterns::timers::Extras;
-use crate::runtime::cell::{Cell, CellCore, ChildRecord, Children};
+use crate::runtime::cell::{Cell, CellCore, Children, Name};
 use crate::runtime::driver::Driver;
 use crate::runtime::signal::{SystemMsg, Watcher};
 use crate::runtime::system::ActorSystem;
@@ -116,17 +116,12 @@ impl<A: Actor> Context<A> {
     /// This actor's children that have not terminated yet (including those
     /// asked to stop).
     pub fn children(&self) -> Vec<ActorId> {
-        self.core()
-            .children()
-            .map
-            .values()
-            .map(|r| r.id.clone())
-            .collect()
+        self.core().children().ids().cloned().collect()
     }
 
     /// The child named `name`, if it has not terminated.
     pub fn child(&self, name: &str) -> Option<ActorId> {
-        self.core().children().map.get(name).map(|r| r.id.clone())
+        self.core().children().by_name(name).cloned()
     }
 
     /// Stops `who` (this actor, one of its children, or any other actor)
@@ -148,12 +143,11 @@ impl<A: Actor> Context<A> {
         let ids: Vec<ActorId> = {
             let mut children = self.core().children();
             children
-                .map
-                .values_mut()
-                .filter(|r| !r.stopping)
-                .map(|r| {
+                .iter_mut()
+                .filter(|(_, r)| !r.stopping)
+                .map(|(id, r)| {
                     r.stopping = true;
-                    r.id.clone()
+                    id.clone()
                 })
                 .collect()
         };
@@ -234,23 +228,23 @@ pub(crate) fn spawn<B: Actor>(
             parent: parent.path(),
         });
     }
-    let name: Arc<str> = match name {
+    let name: Name = match name {
         // A child that has terminated frees its name at once, even before
         // this parent has handled the notice of its death (Akka keeps the
         // name reserved until then, a well-known surprise): its record is
         // replaced, and the late notice no longer matches any child.
-        Some(n) if children.map.get(n).is_some_and(|r| !r.id.is_terminated()) => {
+        Some(n) if children.by_name(n).is_some_and(|id| !id.is_terminated()) => {
             return Err(SpawnError::DuplicateName {
                 parent: parent.path(),
                 name: n.to_owned(),
             })
         }
-        Some(n) => Arc::from(n),
+        Some(n) => Name::from(n),
         None => children.anonymous_name(),
     };
     let child_core = CellCore {
         uid,
-        name: Arc::clone(&name),
+        name,
         parent: Some(parent.clone()),
         system,
         children: Mutex::new(Children::default()),
@@ -261,14 +255,7 @@ pub(crate) fn spawn<B: Actor>(
         .enqueue_system(SystemMsg::Create)
         .expect("a new mailbox is open");
     debug_assert_eq!(won, Enqueued::MustSchedule);
-    children.map.insert(
-        name,
-        ChildRecord {
-            id: cell.id(),
-            stats: Default::default(),
-            stopping: false,
-        },
-    );
+    children.insert(cell.id());
     drop(children);
     cell.schedule();
     Ok(ActorRef { cell })
@@ -278,7 +265,7 @@ pub(crate) fn spawn<B: Actor>(
 pub(crate) fn spawn_root<B: Actor>(system: &ActorSystem, props: Props<B>) -> ActorRef<B::Msg> {
     let core = CellCore {
         uid: system.next_uid(),
-        name: Arc::from(""),
+        name: Name::from(""),
         parent: None,
         system: system.clone(),
         children: Mutex::new(Children::default()),

@@ -4,7 +4,9 @@
 
 use std::cell::{RefCell, UnsafeCell};
 use std::collections::HashMap;
-use std::hash::{BuildHasher, DefaultHasher, RandomState};
+use std::borrow::Borrow;
+
+use std::hash::{BuildHasher, DefaultHasher, Hash, Hasher, RandomState};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
@@ -55,12 +57,15 @@ pub(crate) struct Cell<M: Send + 'static> {
 // from one holder to the next. Everything else is `Sync` on its own.
 unsafe impl<M: Send + 'static> Sync for Cell<M> {}
 
+/// An actor's name.
+pub(crate) type Name = Arc<str>;
+
 /// The parts of a cell that any thread may read.
 pub(crate) struct CellCore {
     /// Unique in the process (never reused), so a stale `Failed` from an
     /// earlier incarnation of a name is recognised.
     pub(crate) uid: u64,
-    pub(crate) name: Arc<str>,
+    pub(crate) name: Name,
     /// `None` only for the root guardian.
     pub(crate) parent: Option<ActorId>,
     pub(crate) system: ActorSystem,
@@ -68,13 +73,46 @@ pub(crate) struct CellCore {
     pub(crate) children: Mutex<Children>,
 }
 
-/// A parent's children, by name.
+/// A parent's children, by name. Costs one pointer and a flag in every
+/// cell; the table is allocated by the first child (most actors have none).
 #[derive(Default)]
 pub(crate) struct Children {
-    pub(crate) map: HashMap<Arc<str>, ChildRecord, ProcessKeyed>,
+    table: Option<Box<ChildTable>>,
     /// Set when the parent starts terminating: no more children.
     pub(crate) closed: bool,
+}
+
+#[derive(Default)]
+struct ChildTable {
+    /// Keyed by the child's id, hashed and compared by the child's name, so
+    /// the name is not stored a second time (one 32-byte entry per child).
+    map: HashMap<ChildKey, ChildState, ProcessKeyed>,
     next_anonymous: u64,
+}
+
+/// A child's id as its parent's table key: equal, and hashed, as its name
+/// (which never changes), so the table is looked up by `&str`.
+struct ChildKey(ActorId);
+
+impl PartialEq for ChildKey {
+    fn eq(&self, other: &ChildKey) -> bool {
+        self.0.name() == other.0.name()
+    }
+}
+
+impl Eq for ChildKey {}
+
+impl Hash for ChildKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        // As `str` hashes: `Borrow<str>` requires the same hash.
+        self.0.name().hash(state);
+    }
+}
+
+impl Borrow<str> for ChildKey {
+    fn borrow(&self) -> &str {
+        self.0.name()
+    }
 }
 
 /// SipHash keyed once per process: as DoS-resistant as the standard
@@ -92,44 +130,110 @@ impl BuildHasher for ProcessKeyed {
     }
 }
 
-/// One child, as its parent sees it.
-pub(crate) struct ChildRecord {
-    pub(crate) id: ActorId,
-    pub(crate) stats: RestartStats,
+/// One child, as its parent sees it (besides its id, the table's key).
+#[derive(Default)]
+pub(crate) struct ChildState {
+    /// Allocated by the first restart decision (most children never fail).
+    stats: Option<Box<RestartStats>>,
     /// The parent asked it to stop; a restart waits for these.
     pub(crate) stopping: bool,
 }
 
+impl ChildState {
+    /// The child's restart statistics, allocated on first use.
+    pub(crate) fn stats(&mut self) -> &mut RestartStats {
+        self.stats.get_or_insert_with(Box::default)
+    }
+}
+
 impl Children {
     /// A name for an anonymous child: `$a`, `$b`, … `$ba`, … (as Akka).
-    pub(crate) fn anonymous_name(&mut self) -> Arc<str> {
+    pub(crate) fn anonymous_name(&mut self) -> Name {
+        let table = self.table.get_or_insert_with(Box::default);
         loop {
-            let mut n = self.next_anonymous;
-            self.next_anonymous += 1;
-            let mut name = String::from("$");
-            let mut digits = Vec::new();
+            let mut n = table.next_anonymous;
+            table.next_anonymous += 1;
+            let mut digits = [0u8; 16];
+            let mut at = digits.len();
             loop {
-                digits.push(b'a' + (n % 26) as u8);
+                at -= 1;
+                digits[at] = b'a' + (n % 26) as u8;
                 n /= 26;
                 if n == 0 {
                     break;
                 }
             }
-            digits.reverse();
-            name.push_str(std::str::from_utf8(&digits).expect("ascii letters"));
-            if !self.map.contains_key(name.as_str()) {
-                return name.into();
+            at -= 1;
+            digits[at] = b'$';
+            let name = std::str::from_utf8(&digits[at..]).expect("ascii");
+            if !table.map.contains_key(name) {
+                return Name::from(name);
             }
         }
     }
 
-    /// The record of `id`, if it is (still) a child.
-    pub(crate) fn get(&self, id: &ActorId) -> Option<&ChildRecord> {
-        self.map.get(id.name()).filter(|r| r.id == *id)
+    /// The state of `id`, if it is (still) a child.
+    pub(crate) fn get(&self, id: &ActorId) -> Option<&ChildState> {
+        let (key, state) = self.table.as_ref()?.map.get_key_value(id.name())?;
+        (key.0 == *id).then_some(state)
     }
 
-    pub(crate) fn get_mut(&mut self, id: &ActorId) -> Option<&mut ChildRecord> {
-        self.map.get_mut(id.name()).filter(|r| r.id == *id)
+    pub(crate) fn get_mut(&mut self, id: &ActorId) -> Option<&mut ChildState> {
+        let map = &mut self.table.as_mut()?.map;
+        // The key's id is compared first: a child of the same name that has
+        // replaced a terminated one is not `id`.
+        if map.get_key_value(id.name())?.0 .0 != *id {
+            return None;
+        }
+        map.get_mut(id.name())
+    }
+
+    /// The child named `name` (possibly terminated, until its parent has
+    /// handled the notice of its death).
+    pub(crate) fn by_name(&self, name: &str) -> Option<&ActorId> {
+        Some(&self.table.as_ref()?.map.get_key_value(name)?.0 .0)
+    }
+
+    /// Adds `id`, replacing a (terminated) child of the same name.
+    pub(crate) fn insert(&mut self, id: ActorId) {
+        let map = &mut self.table.get_or_insert_with(Box::default).map;
+        // `insert` would keep the old key (the old child's id): remove it.
+        map.remove(id.name());
+        map.insert(ChildKey(id), ChildState::default());
+    }
+
+    /// Removes `id` if it is (still) a child; returns whether it was.
+    pub(crate) fn remove(&mut self, id: &ActorId) -> bool {
+        if self.get(id).is_none() {
+            return false;
+        }
+        if let Some(table) = self.table.as_mut() {
+            table.map.remove(id.name());
+        }
+        true
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.table.as_ref().map_or(true, |t| t.map.is_empty())
+    }
+
+    /// Every child with its state.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&ActorId, &ChildState)> {
+        self.table
+            .iter()
+            .flat_map(|t| t.map.iter().map(|(k, s)| (&k.0, s)))
+    }
+
+    /// Every child with its state, mutably.
+    pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = (&ActorId, &mut ChildState)> {
+        self.table
+            .iter_mut()
+            .flat_map(|t| t.map.iter_mut().map(|(k, s)| (&k.0, s)))
+    }
+
+    /// Every child's id.
+    pub(crate) fn ids(&self) -> impl Iterator<Item = &ActorId> {
+        self.iter().map(|(id, _)| id)
     }
 }
 

@@ -329,10 +329,9 @@ impl<A: Actor> Driver<A> {
             .cell()
             .core
             .children()
-            .map
-            .values()
-            .map(|r| r.id.clone())
+            .ids()
             .filter(|id| filter(id))
+            .cloned()
             .collect();
         for id in &ids {
             f(id);
@@ -428,7 +427,7 @@ impl<A: Actor> Driver<A> {
         if !matches!(self.life, Life::Restarting(_)) {
             return;
         }
-        if self.cell().core.children().map.values().any(|r| r.stopping) {
+        if self.cell().core.children().iter().any(|(_, r)| r.stopping) {
             return;
         }
         let Life::Restarting(failure) = std::mem::replace(&mut self.life, Life::Running) else {
@@ -463,10 +462,9 @@ impl<A: Actor> Driver<A> {
                 .cell()
                 .core
                 .children()
-                .map
-                .values()
-                .filter(|r| !r.stopping)
-                .map(|r| r.id.clone())
+                .iter()
+                .filter(|(_, r)| !r.stopping)
+                .map(|(id, _)| id.clone())
                 .collect();
             for child in survivors {
                 child.send_system(SystemMsg::Recreate(failure.clone()));
@@ -533,7 +531,7 @@ impl<A: Actor> Driver<A> {
                 let allowed = {
                     let mut children = self.cell().core.children();
                     let record = children.get_mut(&child).expect("checked above");
-                    strategy.restart_allowed(&mut record.stats, now)
+                    strategy.restart_allowed(record.stats(), now)
                 };
                 if allowed {
                     child.send_system(SystemMsg::Recreate(failure));
@@ -545,10 +543,9 @@ impl<A: Actor> Driver<A> {
                 let (allowed, all) = {
                     let mut children = self.cell().core.children();
                     let allowed = children
-                        .map
-                        .values_mut()
-                        .all(|r| strategy.restart_allowed(&mut r.stats, now));
-                    let all: Vec<ActorId> = children.map.values().map(|r| r.id.clone()).collect();
+                        .iter_mut()
+                        .all(|(_, r)| strategy.restart_allowed(r.stats(), now));
+                    let all: Vec<ActorId> = children.ids().cloned().collect();
                     (allowed, all)
                 };
                 for c in &all {
@@ -593,15 +590,7 @@ impl<A: Actor> Driver<A> {
     }
 
     fn death_notification(&mut self, who: ActorId) {
-        let was_child = {
-            let mut children = self.cell().core.children();
-            if children.get(&who).is_some() {
-                children.map.remove(who.name());
-                true
-            } else {
-                false
-            }
-        };
+        let was_child = self.cell().core.children().remove(&who);
         let watched = self.ctx.watch.as_deref_mut().is_some_and(|state| {
             let pos = state.watching.iter().position(|w| *w == who);
             pos.map(|pos| state.watching.swap_remove(pos)).is_some()
@@ -672,7 +661,7 @@ impl<A: Actor> Driver<A> {
     }
 
     fn termination_progress(&mut self) {
-        if matches!(self.life, Life::Terminating) && self.cell().core.children().map.is_empty() {
+        if matches!(self.life, Life::Terminating) && self.cell().core.children().is_empty() {
             self.finish_terminate();
         }
     }
