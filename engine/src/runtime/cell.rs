@@ -5,7 +5,7 @@
 use std::cell::{RefCell, UnsafeCell};
 use std::collections::HashMap;
 use std::borrow::Borrow;
-
+use std::ops::Deref;
 use std::hash::{BuildHasher, DefaultHasher, Hash, Hasher, RandomState};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -57,8 +57,56 @@ pub(crate) struct Cell<M: Send + 'static> {
 // from one holder to the next. Everything else is `Sync` on its own.
 unsafe impl<M: Send + 'static> Sync for Cell<M> {}
 
-/// An actor's name.
-pub(crate) type Name = Arc<str>;
+/// An actor's name. Up to [`INLINE_NAME`] bytes (every generated name up
+/// to `$` and 13 letters, and most given ones) it is stored in the cell
+/// itself, so naming an actor allocates nothing; a longer one is boxed.
+/// 16 bytes, as the `Arc<str>` it replaces.
+pub(crate) enum Name {
+    Inline {
+        len: u8,
+        bytes: [u8; INLINE_NAME],
+    },
+    /// Boxed twice so that this variant is one word and the enum stays
+    /// 16 bytes (a long name is rare).
+    #[allow(clippy::box_collection)]
+    Heap(Box<String>),
+}
+
+/// The longest name stored inline.
+pub(crate) const INLINE_NAME: usize = 14;
+
+impl From<&str> for Name {
+    fn from(name: &str) -> Name {
+        if name.len() <= INLINE_NAME {
+            let mut bytes = [0; INLINE_NAME];
+            bytes[..name.len()].copy_from_slice(name.as_bytes());
+            Name::Inline {
+                len: name.len() as u8,
+                bytes,
+            }
+        } else {
+            Name::Heap(Box::new(name.to_owned()))
+        }
+    }
+}
+
+impl Deref for Name {
+    type Target = str;
+
+    #[inline]
+    fn deref(&self) -> &str {
+        match self {
+            Name::Inline { len, bytes } => {
+                let bytes = &bytes[..usize::from(*len)];
+                // SAFETY: `from` copied these `len` bytes from a `&str` of
+                // exactly that length, and nothing writes them afterwards:
+                // they are valid UTF-8.
+                unsafe { std::str::from_utf8_unchecked(bytes) }
+            }
+            Name::Heap(name) => name,
+        }
+    }
+}
 
 /// The parts of a cell that any thread may read.
 pub(crate) struct CellCore {
@@ -513,5 +561,21 @@ mod tests {
         let driver = size_of::<crate::runtime::driver::Driver<crate::runtime::guardian::User>>();
         let user = size_of::<crate::runtime::guardian::User>();
         assert!(driver - user <= 120, "{}", driver - user);
+    }
+
+    /// A name is stored in the cell up to 14 bytes and boxed beyond, and
+    /// reads back the same either way (multi-byte characters included).
+    #[test]
+    fn names_read_back_inline_or_boxed() {
+        use super::{Name, INLINE_NAME};
+        assert_eq!(size_of::<Name>(), 16);
+        let long = "x".repeat(INLINE_NAME + 1);
+        let cases = ["", "$a", "$zzzzzzzzzzzzz", "élève-ü", "14-bytes-name!", &long];
+        for case in cases {
+            let name = Name::from(case);
+            assert_eq!(&*name, case);
+            let inline = matches!(name, Name::Inline { .. });
+            assert_eq!(inline, case.len() <= INLINE_NAME, "{case:?}");
+        }
     }
 }
