@@ -80,8 +80,15 @@ pub(crate) struct Driver<A: Actor> {
     /// What a failed actor keeps while it waits for its supervisor (boxed:
     /// a failure is rare, and the cell stays small); `None` otherwise.
     awaiting: Option<Box<Awaiting>>,
-    watchers: Vec<Watcher>,
+    /// Who watches this actor, allocated by the first watch (most actors
+    /// are watched by nobody but their parent, which needs no entry: 8
+    /// bytes in every cell instead of 24).
+    watchers: Option<Box<Watchers>>,
 }
+
+/// The watchers of an actor, with no duplicate actor.
+#[derive(Default)]
+struct Watchers(Vec<Watcher>);
 
 impl<A: Actor> Driver<A> {
     pub(crate) fn new(props: Props<A>) -> Driver<A> {
@@ -96,7 +103,7 @@ impl<A: Actor> Driver<A> {
             life: Life::New,
             failed: false,
             awaiting: None,
-            watchers: Vec::new(),
+            watchers: None,
         }
     }
 
@@ -270,9 +277,13 @@ impl<A: Actor> Driver<A> {
             SystemMsg::Terminate => self.terminate(),
             SystemMsg::Failed { child, failure } => self.handle_failure(child, failure),
             SystemMsg::Watch(watcher) => self.add_watcher(watcher),
-            SystemMsg::Unwatch(watcher) => self
-                .watchers
-                .retain(|w| !matches!(w, Watcher::Actor(id) if *id == watcher)),
+            SystemMsg::Unwatch(watcher) => {
+                if let Some(watchers) = self.watchers.as_deref_mut() {
+                    watchers
+                        .0
+                        .retain(|w| !matches!(w, Watcher::Actor(id) if *id == watcher));
+                }
+            }
             SystemMsg::DeathWatchNotification(who) => self.death_notification(who),
         }
     }
@@ -578,15 +589,20 @@ impl<A: Actor> Driver<A> {
         if let Watcher::Actor(id) = &watcher {
             let me = self.me();
             if *id == me
-                || self
-                    .watchers
-                    .iter()
-                    .any(|w| matches!(w, Watcher::Actor(x) if x == id))
+                || self.watchers.as_deref().is_some_and(|watchers| {
+                    watchers
+                        .0
+                        .iter()
+                        .any(|w| matches!(w, Watcher::Actor(x) if x == id))
+                })
             {
                 return;
             }
         }
-        self.watchers.push(watcher);
+        self.watchers
+            .get_or_insert_with(Box::default)
+            .0
+            .push(watcher);
     }
 
     fn death_notification(&mut self, who: ActorId) {
@@ -717,7 +733,7 @@ impl<A: Actor> Driver<A> {
         if let Some(parent) = &parent {
             parent.send_system(SystemMsg::DeathWatchNotification(me.clone()));
         }
-        for watcher in std::mem::take(&mut self.watchers) {
+        for watcher in self.watchers.take().map(|w| w.0).unwrap_or_default() {
             match watcher {
                 Watcher::Actor(w) if Some(&w) == parent.as_ref() => {}
                 Watcher::Actor(w) => w.send_system(SystemMsg::DeathWatchNotification(me.clone())),
