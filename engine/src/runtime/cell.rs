@@ -557,11 +557,12 @@ mod tests {
         );
         assert!(align_of::<super::Cell<u64>>() <= 8);
         // The per-actor state the driver keeps besides the actor itself
-        // (96: the watchers, the death-watch state, the timers, receive
-        // timeout and stash are each one pointer, allocated on first use).
+        // (80: of the props only the factory is kept; the watchers, the
+        // death-watch state, the timers, receive timeout and stash are each
+        // one pointer, allocated on first use).
         let driver = size_of::<crate::runtime::driver::Driver<crate::runtime::guardian::User>>();
         let user = size_of::<crate::runtime::guardian::User>();
-        assert!(driver - user <= 96, "{}", driver - user);
+        assert!(driver - user <= 80, "{}", driver - user);
     }
 
     /// A name is stored in the cell up to 14 bytes and boxed beyond, and

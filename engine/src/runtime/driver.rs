@@ -17,7 +17,7 @@ use std::time::Instant;
 use proscenium_mailbox::{Dequeued, TrySendError};
 use proscenium_scheduler::Budget;
 
-use crate::api::actor::{Actor, Props};
+use crate::api::actor::{Actor, Factory, Props};
 use crate::api::actor_ref::ActorId;
 use crate::api::context::Context;
 use crate::observe::events::{publish_lifecycle, publish_supervision, LifecycleKind};
@@ -71,8 +71,9 @@ enum SuspendChildren {
 
 pub(crate) struct Driver<A: Actor> {
     actor: Option<A>,
-    /// Dropped at termination (the factory may hold references).
-    props: Option<Props<A>>,
+    /// The props' factory (called again on every restart); dropped at
+    /// termination (it may hold references).
+    factory: Option<Arc<Factory<A>>>,
     ctx: Context<A>,
     life: Life,
     /// Failed and suspended, waiting for the supervisor's directive.
@@ -98,7 +99,7 @@ impl<A: Actor> Driver<A> {
         }
         Driver {
             actor: None,
-            props: Some(props),
+            factory: Some(props.into_factory()),
             ctx,
             life: Life::New,
             failed: false,
@@ -155,11 +156,11 @@ impl<A: Actor> Driver<A> {
 
     /// A new instance from the factory.
     fn new_instance(&mut self) -> Result<(), Failure> {
-        let props = self
-            .props
+        let factory = self
+            .factory
             .as_ref()
-            .expect("props live until the actor terminates");
-        match catch_unwind(AssertUnwindSafe(|| props.produce())) {
+            .expect("the factory lives until the actor terminates");
+        match catch_unwind(AssertUnwindSafe(|| factory())) {
             Ok(Ok(actor)) => {
                 self.actor = Some(actor);
                 Ok(())
@@ -741,8 +742,8 @@ impl<A: Actor> Driver<A> {
             }
         }
         // The factory may have captured anything.
-        let props = self.props.take();
-        contain("dropping an actor's props", || drop(props));
+        let factory = self.factory.take();
+        contain("dropping an actor's props", || drop(factory));
         // Every child has terminated: their deferred failures are moot.
         self.awaiting = None;
         if parent.is_none() {
