@@ -105,7 +105,8 @@ impl<A: Actor> Context<A> {
         spawn(&self.id(), props, Some(name))
     }
 
-    /// Creates a child with a generated name (`$a`, `$b`, ...).
+    /// Creates a child with a generated name: `$` and letters (`$b`,
+    /// `$bcd`, ...), made from its uid, so unique in the process.
     pub fn spawn_anonymous<B: Actor>(
         &mut self,
         props: Props<B>,
@@ -205,7 +206,10 @@ impl<A: Actor> fmt::Debug for Context<A> {
 }
 
 /// Creates a child of `parent`. The child's `Create` is queued before the
-/// child becomes visible to its parent, so no signal can overtake it.
+/// child becomes visible to its parent, so no signal can overtake it. The
+/// cell is built before the parent's children lock is taken, which is held
+/// only to check the name and insert the child (for `/user`, the lock every
+/// top-level spawn and every top-level actor's death takes).
 pub(crate) fn spawn<B: Actor>(
     parent: &ActorId,
     props: Props<B>,
@@ -222,29 +226,12 @@ pub(crate) fn spawn<B: Actor>(
         return Err(SpawnError::ZeroCapacity);
     }
     let driver = Box::new(Driver::new(props));
-    let mut children = core.children();
-    if children.closed {
-        return Err(SpawnError::ParentTerminating {
-            parent: parent.path(),
-        });
-    }
-    let name: Name = match name {
-        // A child that has terminated frees its name at once, even before
-        // this parent has handled the notice of its death (Akka keeps the
-        // name reserved until then, a well-known surprise): its record is
-        // replaced, and the late notice no longer matches any child.
-        Some(n) if children.by_name(n).is_some_and(|id| !id.is_terminated()) => {
-            return Err(SpawnError::DuplicateName {
-                parent: parent.path(),
-                name: n.to_owned(),
-            })
-        }
-        Some(n) => Name::from(n),
-        None => children.anonymous_name(),
-    };
     let child_core = CellCore {
         uid,
-        name,
+        name: match name {
+            Some(n) => Name::from(n),
+            None => Name::anonymous(uid),
+        },
         parent: Some(parent.clone()),
         system,
         children: Mutex::new(Children::default()),
@@ -255,6 +242,24 @@ pub(crate) fn spawn<B: Actor>(
         .enqueue_system(SystemMsg::Create)
         .expect("a new mailbox is open");
     debug_assert_eq!(won, Enqueued::MustSchedule);
+    let mut children = core.children();
+    if children.closed {
+        return Err(SpawnError::ParentTerminating {
+            parent: parent.path(),
+        });
+    }
+    if let Some(n) = name {
+        // A child that has terminated frees its name at once, even before
+        // this parent has handled the notice of its death (Akka keeps the
+        // name reserved until then, a well-known surprise): its record is
+        // replaced, and the late notice no longer matches any child.
+        if children.by_name(n).is_some_and(|id| !id.is_terminated()) {
+            return Err(SpawnError::DuplicateName {
+                parent: parent.path(),
+                name: n.to_owned(),
+            });
+        }
+    }
     children.insert(cell.id());
     drop(children);
     cell.schedule();

@@ -75,6 +75,30 @@ pub(crate) enum Name {
 /// The longest name stored inline.
 pub(crate) const INLINE_NAME: usize = 14;
 
+impl Name {
+    /// The generated name of an anonymous actor with this uid: `$` and the
+    /// uid in base 26 with the digits `a` to `z` (`$b`, `$c`, … `$ba`, …).
+    /// Unique among siblings because the uid is unique in the process, and
+    /// never a given name (those may not start with `$`), so it needs
+    /// neither the parent's lock nor a look at its children.
+    pub(crate) fn anonymous(uid: u64) -> Name {
+        let mut digits = [0u8; 16];
+        let mut at = digits.len();
+        let mut n = uid;
+        loop {
+            at -= 1;
+            digits[at] = b'a' + (n % 26) as u8;
+            n /= 26;
+            if n == 0 {
+                break;
+            }
+        }
+        at -= 1;
+        digits[at] = b'$';
+        Name::from(std::str::from_utf8(&digits[at..]).expect("ascii"))
+    }
+}
+
 impl From<&str> for Name {
     fn from(name: &str) -> Name {
         if name.len() <= INLINE_NAME {
@@ -135,7 +159,6 @@ struct ChildTable {
     /// Keyed by the child's id, hashed and compared by the child's name, so
     /// the name is not stored a second time (one 32-byte entry per child).
     map: HashMap<ChildKey, ChildState, ProcessKeyed>,
-    next_anonymous: u64,
 }
 
 /// A child's id as its parent's table key: equal, and hashed, as its name
@@ -195,31 +218,6 @@ impl ChildState {
 }
 
 impl Children {
-    /// A name for an anonymous child: `$a`, `$b`, … `$ba`, … (as Akka).
-    pub(crate) fn anonymous_name(&mut self) -> Name {
-        let table = self.table.get_or_insert_with(Box::default);
-        loop {
-            let mut n = table.next_anonymous;
-            table.next_anonymous += 1;
-            let mut digits = [0u8; 16];
-            let mut at = digits.len();
-            loop {
-                at -= 1;
-                digits[at] = b'a' + (n % 26) as u8;
-                n /= 26;
-                if n == 0 {
-                    break;
-                }
-            }
-            at -= 1;
-            digits[at] = b'$';
-            let name = std::str::from_utf8(&digits[at..]).expect("ascii");
-            if !table.map.contains_key(name) {
-                return Name::from(name);
-            }
-        }
-    }
-
     /// The state of `id`, if it is (still) a child.
     pub(crate) fn get(&self, id: &ActorId) -> Option<&ChildState> {
         let (key, state) = self.table.as_ref()?.map.get_key_value(id.name())?;
@@ -579,5 +577,9 @@ mod tests {
             let inline = matches!(name, Name::Inline { .. });
             assert_eq!(inline, case.len() <= INLINE_NAME, "{case:?}");
         }
+        for (uid, name) in [(0, "$a"), (1, "$b"), (25, "$z"), (26, "$ba"), (27, "$bb")] {
+            assert_eq!(&*Name::anonymous(uid), name);
+        }
+        assert_eq!(Name::anonymous(u64::MAX).len(), 15);
     }
 }
