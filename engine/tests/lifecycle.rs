@@ -205,3 +205,74 @@ fn hooks_run_in_order_around_the_messages() {
     assert!(ended.wait_timeout(Duration::from_secs(20)));
     probe.expect_no_msg(Duration::from_millis(20));
 }
+
+/// A name freed by a terminated child is taken by the next child at once,
+/// even before the parent has handled the notice of the old one's death
+/// (see `spawn` in context.rs): the parent's table holds the new child
+/// under that name from then on, and the late notice about the old one
+/// removes nothing. (The table keys a child by its id, compared by name:
+/// a plain `insert` would keep the old child's key.)
+#[test]
+fn a_reused_name_belongs_to_the_new_child() {
+    struct Parent {
+        log: support::actors::Log,
+        report: std::sync::mpsc::Sender<(&'static str, Option<ActorId>, Option<ActorId>)>,
+        new: Option<ActorId>,
+    }
+    impl Actor for Parent {
+        type Msg = ();
+        fn receive(&mut self, ctx: &mut Context<Self>, (): ()) -> Outcome {
+            let old = ctx.spawn(Worker::props("old", &self.log), "c")?;
+            // Its Terminated (queued once this actor has handled the notice
+            // of its death) is when the late notice has been seen.
+            ctx.watch(&old.id());
+            ctx.stop(&old.id());
+            // This actor is busy here, so the notice cannot be handled
+            // before the new child takes the name.
+            let deadline = std::time::Instant::now() + Duration::from_secs(20);
+            while !old.is_terminated() {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the child never stopped"
+                );
+                std::thread::yield_now();
+            }
+            let new = ctx.spawn(Worker::props("new", &self.log), "c")?;
+            self.new = Some(new.id());
+            let _ = self
+                .report
+                .send(("spawned", Some(new.id()), ctx.child("c")));
+            Ok(())
+        }
+        fn on_terminated(&mut self, ctx: &mut Context<Self>, _: ActorId) -> Outcome {
+            let _ = self
+                .report
+                .send(("notice", self.new.clone(), ctx.child("c")));
+            Ok(())
+        }
+    }
+    let system = TestSystem::new();
+    let log = Probe::new();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let tx2 = log.tx();
+    let parent = system
+        .spawn(
+            Props::new(move || Parent {
+                log: tx2.clone(),
+                report: tx.clone(),
+                new: None,
+            }),
+            "parent",
+        )
+        .expect("parent");
+    parent.tell(());
+    let mut new_child = None;
+    for expected in ["spawned", "notice"] {
+        let (when, new, child) = rx.recv_timeout(Duration::from_secs(20)).expect("report");
+        assert_eq!(when, expected);
+        assert!(new.is_some());
+        assert_eq!(child, new, "{when}: child(\"c\") is the new child");
+        new_child = new;
+    }
+    assert_eq!(system.lookup("/user/parent/c"), new_child);
+}

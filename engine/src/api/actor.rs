@@ -87,7 +87,7 @@ pub trait Actor: Send + Sized + 'static {
     }
 }
 
-type Factory<A> = dyn Fn() -> Result<A, ActorError> + Send + Sync;
+pub(crate) type Factory<A> = dyn Fn() -> Result<A, ActorError> + Send + Sync;
 
 /// How to create an actor: a factory, called again on every restart, and
 /// mailbox settings.
@@ -176,8 +176,10 @@ impl<A: Actor> Props<A> {
         Capacities::get(self.capacity.mailbox)
     }
 
-    pub(crate) fn produce(&self) -> Result<A, ActorError> {
-        (self.factory)()
+    /// The factory alone: what a spawned actor keeps of its props (the
+    /// capacities are used when it is spawned), 8 bytes instead of 24.
+    pub(crate) fn into_factory(self) -> Arc<Factory<A>> {
+        self.factory
     }
 }
 

@@ -12,7 +12,7 @@ use crate::api::actor::{Actor, Props};
 use crate::api::actor_ref::{ActorId, ActorRef};
 use crate::error::{validate_name, SpawnError};
 use crate::patterns::timers::Extras;
-use crate::runtime::cell::{Cell, CellCore, ChildRecord, Children};
+use crate::runtime::cell::{Cell, CellCore, Children, Name};
 use crate::runtime::driver::Driver;
 use crate::runtime::signal::{SystemMsg, Watcher};
 use crate::runtime::system::ActorSystem;
@@ -132,7 +132,8 @@ impl<A: Actor> Context<A> {
         spawn(&self.id(), props, Some(name))
     }
 
-    /// Creates a child with a generated name (`$a`, `$b`, ...).
+    /// Creates a child with a generated name: `$` and letters (`$b`,
+    /// `$bcd`, ...), made from its uid, so unique in the process.
     pub fn spawn_anonymous<B: Actor>(
         &mut self,
         props: Props<B>,
@@ -143,17 +144,12 @@ impl<A: Actor> Context<A> {
     /// This actor's children that have not terminated yet (including those
     /// asked to stop).
     pub fn children(&self) -> Vec<ActorId> {
-        self.core()
-            .children()
-            .map
-            .values()
-            .map(|r| r.id.clone())
-            .collect()
+        self.core().children().ids().cloned().collect()
     }
 
     /// The child named `name`, if it has not terminated.
     pub fn child(&self, name: &str) -> Option<ActorId> {
-        self.core().children().map.get(name).map(|r| r.id.clone())
+        self.core().children().by_name(name).cloned()
     }
 
     /// Stops `who` (this actor, one of its children, or any other actor)
@@ -175,12 +171,11 @@ impl<A: Actor> Context<A> {
         let ids: Vec<ActorId> = {
             let mut children = self.core().children();
             children
-                .map
-                .values_mut()
-                .filter(|r| !r.stopping)
-                .map(|r| {
+                .iter_mut()
+                .filter(|(_, r)| !r.stopping)
+                .map(|(id, r)| {
                     r.stopping = true;
-                    r.id.clone()
+                    id.clone()
                 })
                 .collect()
         };
@@ -238,7 +233,10 @@ impl<A: Actor> fmt::Debug for Context<A> {
 }
 
 /// Creates a child of `parent`. The child's `Create` is queued before the
-/// child becomes visible to its parent, so no signal can overtake it.
+/// child becomes visible to its parent, so no signal can overtake it. The
+/// cell is built before the parent's children lock is taken, which is held
+/// only to check the name and insert the child (for `/user`, the lock every
+/// top-level spawn and every top-level actor's death takes).
 pub(crate) fn spawn<B: Actor>(
     parent: &ActorId,
     props: Props<B>,
@@ -255,29 +253,12 @@ pub(crate) fn spawn<B: Actor>(
         return Err(SpawnError::ZeroCapacity);
     }
     let driver = Box::new(Driver::new(props));
-    let mut children = core.children();
-    if children.closed {
-        return Err(SpawnError::ParentTerminating {
-            parent: parent.path(),
-        });
-    }
-    let name: Arc<str> = match name {
-        // A child that has terminated frees its name at once, even before
-        // this parent has handled the notice of its death (Akka keeps the
-        // name reserved until then, a well-known surprise): its record is
-        // replaced, and the late notice no longer matches any child.
-        Some(n) if children.map.get(n).is_some_and(|r| !r.id.is_terminated()) => {
-            return Err(SpawnError::DuplicateName {
-                parent: parent.path(),
-                name: n.to_owned(),
-            })
-        }
-        Some(n) => Arc::from(n),
-        None => children.anonymous_name(),
-    };
     let child_core = CellCore {
         uid,
-        name: Arc::clone(&name),
+        name: match name {
+            Some(n) => Name::from(n),
+            None => Name::anonymous(uid),
+        },
         parent: Some(parent.clone()),
         system,
         children: Mutex::new(Children::default()),
@@ -288,14 +269,25 @@ pub(crate) fn spawn<B: Actor>(
         .enqueue_system(SystemMsg::Create)
         .expect("a new mailbox is open");
     debug_assert_eq!(won, Enqueued::MustSchedule);
-    children.map.insert(
-        name,
-        ChildRecord {
-            id: cell.id(),
-            stats: Default::default(),
-            stopping: false,
-        },
-    );
+    let mut children = core.children();
+    if children.closed {
+        return Err(SpawnError::ParentTerminating {
+            parent: parent.path(),
+        });
+    }
+    if let Some(n) = name {
+        // A child that has terminated frees its name at once, even before
+        // this parent has handled the notice of its death (Akka keeps the
+        // name reserved until then, a well-known surprise): its record is
+        // replaced, and the late notice no longer matches any child.
+        if children.by_name(n).is_some_and(|id| !id.is_terminated()) {
+            return Err(SpawnError::DuplicateName {
+                parent: parent.path(),
+                name: n.to_owned(),
+            });
+        }
+    }
+    children.insert(cell.id());
     drop(children);
     cell.schedule();
     Ok(ActorRef { cell })
@@ -305,7 +297,7 @@ pub(crate) fn spawn<B: Actor>(
 pub(crate) fn spawn_root<B: Actor>(system: &ActorSystem, props: Props<B>) -> ActorRef<B::Msg> {
     let core = CellCore {
         uid: system.next_uid(),
-        name: Arc::from(""),
+        name: Name::from(""),
         parent: None,
         system: system.clone(),
         children: Mutex::new(Children::default()),

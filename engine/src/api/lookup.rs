@@ -42,13 +42,7 @@ impl ActorSystem {
                 if name.is_empty() {
                     return None;
                 }
-                let next = current
-                    .cell()
-                    .core()
-                    .children()
-                    .map
-                    .get(name)
-                    .map(|r| r.id.clone())?;
+                let next = current.cell().core().children().by_name(name).cloned()?;
                 current = next;
             }
         }

@@ -4,7 +4,9 @@
 
 use std::cell::{RefCell, UnsafeCell};
 use std::collections::HashMap;
-use std::hash::{BuildHasher, DefaultHasher, RandomState};
+use std::borrow::Borrow;
+use std::ops::Deref;
+use std::hash::{BuildHasher, DefaultHasher, Hash, Hasher, RandomState};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
@@ -55,12 +57,87 @@ pub(crate) struct Cell<M: Send + 'static> {
 // from one holder to the next. Everything else is `Sync` on its own.
 unsafe impl<M: Send + 'static> Sync for Cell<M> {}
 
+/// An actor's name. Up to [`INLINE_NAME`] bytes (every generated name up
+/// to `$` and 13 letters, and most given ones) it is stored in the cell
+/// itself, so naming an actor allocates nothing; a longer one is boxed.
+/// 16 bytes, as the `Arc<str>` it replaces.
+pub(crate) enum Name {
+    Inline {
+        len: u8,
+        bytes: [u8; INLINE_NAME],
+    },
+    /// Boxed twice so that this variant is one word and the enum stays
+    /// 16 bytes (a long name is rare).
+    #[allow(clippy::box_collection)]
+    Heap(Box<String>),
+}
+
+/// The longest name stored inline.
+pub(crate) const INLINE_NAME: usize = 14;
+
+impl Name {
+    /// The generated name of an anonymous actor with this uid: `$` and the
+    /// uid in base 26 with the digits `a` to `z` (`$b`, `$c`, … `$ba`, …).
+    /// Unique among siblings because the uid is unique in the process, and
+    /// never a given name (those may not start with `$`), so it needs
+    /// neither the parent's lock nor a look at its children.
+    pub(crate) fn anonymous(uid: u64) -> Name {
+        let mut digits = [0u8; 16];
+        let mut at = digits.len();
+        let mut n = uid;
+        loop {
+            at -= 1;
+            digits[at] = b'a' + (n % 26) as u8;
+            n /= 26;
+            if n == 0 {
+                break;
+            }
+        }
+        at -= 1;
+        digits[at] = b'$';
+        Name::from(std::str::from_utf8(&digits[at..]).expect("ascii"))
+    }
+}
+
+impl From<&str> for Name {
+    fn from(name: &str) -> Name {
+        if name.len() <= INLINE_NAME {
+            let mut bytes = [0; INLINE_NAME];
+            bytes[..name.len()].copy_from_slice(name.as_bytes());
+            Name::Inline {
+                len: name.len() as u8,
+                bytes,
+            }
+        } else {
+            Name::Heap(Box::new(name.to_owned()))
+        }
+    }
+}
+
+impl Deref for Name {
+    type Target = str;
+
+    #[inline]
+    fn deref(&self) -> &str {
+        match self {
+            Name::Inline { len, bytes } => {
+                let bytes = &bytes[..usize::from(*len)];
+                // SAFETY: `from` copied these `len` bytes from a `&str` of
+                // exactly that length, and nothing writes them afterwards:
+                // they are valid UTF-8.
+                unsafe { std::str::from_utf8_unchecked(bytes) }
+            }
+            Name::Heap(name) => name,
+        }
+    }
+}
+
 /// The parts of a cell that any thread may read.
 pub(crate) struct CellCore {
     /// Unique in the process (never reused), so a stale `Failed` from an
     /// earlier incarnation of a name is recognised.
     pub(crate) uid: u64,
-    pub(crate) name: Arc<str>,
+    pub(crate) name: Name,
     /// `None` only for the root guardian.
     pub(crate) parent: Option<ActorId>,
     pub(crate) system: ActorSystem,
@@ -68,13 +145,45 @@ pub(crate) struct CellCore {
     pub(crate) children: Mutex<Children>,
 }
 
-/// A parent's children, by name.
+/// A parent's children, by name. Costs one pointer and a flag in every
+/// cell; the table is allocated by the first child (most actors have none).
 #[derive(Default)]
 pub(crate) struct Children {
-    pub(crate) map: HashMap<Arc<str>, ChildRecord, ProcessKeyed>,
+    table: Option<Box<ChildTable>>,
     /// Set when the parent starts terminating: no more children.
     pub(crate) closed: bool,
-    next_anonymous: u64,
+}
+
+#[derive(Default)]
+struct ChildTable {
+    /// Keyed by the child's id, hashed and compared by the child's name, so
+    /// the name is not stored a second time (one 32-byte entry per child).
+    map: HashMap<ChildKey, ChildState, ProcessKeyed>,
+}
+
+/// A child's id as its parent's table key: equal, and hashed, as its name
+/// (which never changes), so the table is looked up by `&str`.
+struct ChildKey(ActorId);
+
+impl PartialEq for ChildKey {
+    fn eq(&self, other: &ChildKey) -> bool {
+        self.0.name() == other.0.name()
+    }
+}
+
+impl Eq for ChildKey {}
+
+impl Hash for ChildKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        // As `str` hashes: `Borrow<str>` requires the same hash.
+        self.0.name().hash(state);
+    }
+}
+
+impl Borrow<str> for ChildKey {
+    fn borrow(&self) -> &str {
+        self.0.name()
+    }
 }
 
 /// SipHash keyed once per process: as DoS-resistant as the standard
@@ -92,44 +201,85 @@ impl BuildHasher for ProcessKeyed {
     }
 }
 
-/// One child, as its parent sees it.
-pub(crate) struct ChildRecord {
-    pub(crate) id: ActorId,
-    pub(crate) stats: RestartStats,
+/// One child, as its parent sees it (besides its id, the table's key).
+#[derive(Default)]
+pub(crate) struct ChildState {
+    /// Allocated by the first restart decision (most children never fail).
+    stats: Option<Box<RestartStats>>,
     /// The parent asked it to stop; a restart waits for these.
     pub(crate) stopping: bool,
 }
 
+impl ChildState {
+    /// The child's restart statistics, allocated on first use.
+    pub(crate) fn stats(&mut self) -> &mut RestartStats {
+        self.stats.get_or_insert_with(Box::default)
+    }
+}
+
 impl Children {
-    /// A name for an anonymous child: `$a`, `$b`, … `$ba`, … (as Akka).
-    pub(crate) fn anonymous_name(&mut self) -> Arc<str> {
-        loop {
-            let mut n = self.next_anonymous;
-            self.next_anonymous += 1;
-            let mut name = String::from("$");
-            let mut digits = Vec::new();
-            loop {
-                digits.push(b'a' + (n % 26) as u8);
-                n /= 26;
-                if n == 0 {
-                    break;
-                }
-            }
-            digits.reverse();
-            name.push_str(std::str::from_utf8(&digits).expect("ascii letters"));
-            if !self.map.contains_key(name.as_str()) {
-                return name.into();
-            }
+    /// The state of `id`, if it is (still) a child.
+    pub(crate) fn get(&self, id: &ActorId) -> Option<&ChildState> {
+        let (key, state) = self.table.as_ref()?.map.get_key_value(id.name())?;
+        (key.0 == *id).then_some(state)
+    }
+
+    pub(crate) fn get_mut(&mut self, id: &ActorId) -> Option<&mut ChildState> {
+        let map = &mut self.table.as_mut()?.map;
+        // The key's id is compared first: a child of the same name that has
+        // replaced a terminated one is not `id`.
+        if map.get_key_value(id.name())?.0 .0 != *id {
+            return None;
         }
+        map.get_mut(id.name())
     }
 
-    /// The record of `id`, if it is (still) a child.
-    pub(crate) fn get(&self, id: &ActorId) -> Option<&ChildRecord> {
-        self.map.get(id.name()).filter(|r| r.id == *id)
+    /// The child named `name` (possibly terminated, until its parent has
+    /// handled the notice of its death).
+    pub(crate) fn by_name(&self, name: &str) -> Option<&ActorId> {
+        Some(&self.table.as_ref()?.map.get_key_value(name)?.0 .0)
     }
 
-    pub(crate) fn get_mut(&mut self, id: &ActorId) -> Option<&mut ChildRecord> {
-        self.map.get_mut(id.name()).filter(|r| r.id == *id)
+    /// Adds `id`, replacing a (terminated) child of the same name.
+    pub(crate) fn insert(&mut self, id: ActorId) {
+        let map = &mut self.table.get_or_insert_with(Box::default).map;
+        // `insert` would keep the old key (the old child's id): remove it.
+        map.remove(id.name());
+        map.insert(ChildKey(id), ChildState::default());
+    }
+
+    /// Removes `id` if it is (still) a child; returns whether it was.
+    pub(crate) fn remove(&mut self, id: &ActorId) -> bool {
+        if self.get(id).is_none() {
+            return false;
+        }
+        if let Some(table) = self.table.as_mut() {
+            table.map.remove(id.name());
+        }
+        true
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.table.as_ref().map_or(true, |t| t.map.is_empty())
+    }
+
+    /// Every child with its state.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&ActorId, &ChildState)> {
+        self.table
+            .iter()
+            .flat_map(|t| t.map.iter().map(|(k, s)| (&k.0, s)))
+    }
+
+    /// Every child with its state, mutably.
+    pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = (&ActorId, &mut ChildState)> {
+        self.table
+            .iter_mut()
+            .flat_map(|t| t.map.iter_mut().map(|(k, s)| (&k.0, s)))
+    }
+
+    /// Every child's id.
+    pub(crate) fn ids(&self) -> impl Iterator<Item = &ActorId> {
+        self.iter().map(|(id, _)| id)
     }
 }
 
@@ -392,22 +542,44 @@ pub(crate) fn run_callback(callback: Box<dyn FnOnce() + Send>) {
 mod tests {
     use std::mem::{align_of, size_of};
 
-    /// Every actor pays for a cell: it stays under 192 bytes and forces no
-    /// alignment beyond a word, so the `Arc` around it is not padded to a
-    /// cache line (figures in BENCHMARKS.md, idle-actor RSS).
+    /// Every actor pays for a cell: it stays at 152 bytes (mailbox 64, uid
+    /// 8, name 16, parent 16, system 8, children 24, driver box 16) and
+    /// forces no alignment beyond a word, so the `Arc` around it is not
+    /// padded to a cache line (figures in BENCHMARKS.md, idle-actor RSS).
     #[test]
     fn a_cell_stays_small_and_word_aligned() {
         assert!(
-            size_of::<super::Cell<u64>>() <= 192,
+            size_of::<super::Cell<u64>>() <= 152,
             "{}",
             size_of::<super::Cell<u64>>()
         );
         assert!(align_of::<super::Cell<u64>>() <= 8);
         // The per-actor state the driver keeps besides the actor itself
-        // (112, plus one pointer to the timers, receive timeout and stash,
-        // allocated only by actors that use them).
+        // (80: of the props only the factory is kept; the watchers, the
+        // death-watch state, the timers, receive timeout and stash are each
+        // one pointer, allocated on first use).
         let driver = size_of::<crate::runtime::driver::Driver<crate::runtime::guardian::User>>();
         let user = size_of::<crate::runtime::guardian::User>();
-        assert!(driver - user <= 120, "{}", driver - user);
+        assert!(driver - user <= 80, "{}", driver - user);
+    }
+
+    /// A name is stored in the cell up to 14 bytes and boxed beyond, and
+    /// reads back the same either way (multi-byte characters included).
+    #[test]
+    fn names_read_back_inline_or_boxed() {
+        use super::{Name, INLINE_NAME};
+        assert_eq!(size_of::<Name>(), 16);
+        let long = "x".repeat(INLINE_NAME + 1);
+        let cases = ["", "$a", "$zzzzzzzzzzzzz", "élève-ü", "14-bytes-name!", &long];
+        for case in cases {
+            let name = Name::from(case);
+            assert_eq!(&*name, case);
+            let inline = matches!(name, Name::Inline { .. });
+            assert_eq!(inline, case.len() <= INLINE_NAME, "{case:?}");
+        }
+        for (uid, name) in [(0, "$a"), (1, "$b"), (25, "$z"), (26, "$ba"), (27, "$bb")] {
+            assert_eq!(&*Name::anonymous(uid), name);
+        }
+        assert_eq!(Name::anonymous(u64::MAX).len(), 15);
     }
 }
