@@ -44,13 +44,28 @@
 //!   searcher found work): deadlock in
 //!   `worker_last_searcher_hands_the_search_on`;
 //! - `Shared::has_shared_work` not looking at the urgent queue: deadlock in
-//!   `worker_urgent_submit_races_park`;
-//! - `Shared::submit_urgent` not calling `notify_one`: deadlock, same model;
+//!   `worker_urgent_submit_races_park` and
+//!   `worker_urgent_submit_from_a_run_wakes_a_worker`;
 //! - `submit_urgent` not incrementing the hint: "urgent after ordinary" in
 //!   `worker_urgent_overtakes_the_local_queue` (the next run is taken from
 //!   the local queue, the urgent one only by the search after it);
 //! - `next_local` looking at the local queue before the urgent queue: the
-//!   same failure.
+//!   same failure;
+//! - `submit_urgent` not calling `notify_one`: deadlock in
+//!   `worker_urgent_submit_from_a_run_wakes_a_worker` (not in
+//!   `worker_urgent_submit_races_park`, where the ordinary submit's wake and
+//!   the search hand-on cover for it);
+//! - `Idle::notify_one` without its `SeqCst` fence, and `Idle::park_with`
+//!   without its own: deadlock in every two-worker model (the stand-in
+//!   queue's `is_empty` takes no lock, so only the fences order the park's
+//!   re-check against a push);
+//! - `Idle::park_with` skipping the re-check of the queues after it
+//!   announced the park: deadlock in `worker_submit_races_park_two_workers`
+//!   and `worker_two_submits_race_park_one_worker`;
+//! - `Parker::park` reading the token and waiting in two separate critical
+//!   sections: deadlock in `worker_submit_races_park_two_workers`,
+//!   `worker_last_searcher_hands_the_search_on` and
+//!   `worker_lifo_spill_wakes_a_parked_worker`.
 //!
 //! Not caught, by design: waking on every `Yield` (the model cannot see a
 //! wake-up that only costs a futex call; the yielder runs either way), and
@@ -164,6 +179,36 @@ fn meeter(meeting: &Arc<Meeting>, finish: &Arc<Finish>) -> Arc<Task> {
     })
 }
 
+/// Plain runnables that end at once.
+fn plain(finish: &Arc<Finish>) -> Arc<Task> {
+    let finish = Arc::clone(finish);
+    task(move |_| finish.one_done())
+}
+
+/// One worker, two external submits racing its first search and its park
+/// (and each other): both run.
+#[test]
+fn worker_two_submits_race_park_one_worker() {
+    loom::model(|| {
+        with_workers(1, 2, |pool, finish| {
+            pool.submit(plain(finish)).expect("open");
+            pool.submit(plain(finish)).expect("open");
+        });
+    });
+}
+
+/// Two workers, one external submit: racing their searches and parks
+/// (one may search while the other parks, and the submit then wakes no
+/// one), it runs.
+#[test]
+fn worker_submit_races_park_two_workers() {
+    loom::model(|| {
+        with_workers(2, 1, |pool, finish| {
+            pool.submit(plain(finish)).expect("open");
+        });
+    });
+}
+
 /// A run submits two runnables (the second displaces the first from the
 /// LIFO slot to the local queue: `push_lifo`'s spill) and then waits for
 /// the first to run: the spill's push onto an empty local queue must wake
@@ -264,6 +309,26 @@ fn worker_urgent_submit_races_park() {
             let meeting = Meeting::new(2);
             pool.submit_urgent(meeter(&meeting, finish)).expect("open");
             pool.submit(meeter(&meeting, finish)).expect("open");
+        });
+    });
+}
+
+/// A run submits an urgent runnable and waits for it: the urgent submit
+/// must wake the other worker (the runnable is in the shared urgent queue,
+/// not in this worker's queues).
+#[test]
+fn worker_urgent_submit_from_a_run_wakes_a_worker() {
+    loom::model(|| {
+        with_workers(2, 2, |pool, finish| {
+            let meeting = Meeting::new(2);
+            let child = meeter(&meeting, finish);
+            let (p, f) = (pool.clone(), Arc::clone(finish));
+            let parent = task(move |_| {
+                p.submit_urgent(child.clone()).expect("open");
+                meeting.meet();
+                f.one_done()
+            });
+            pool.submit(parent).expect("open");
         });
     });
 }
