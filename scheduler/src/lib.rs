@@ -88,6 +88,8 @@ mod sync;
 mod task_state;
 #[cfg_attr(not(loom), allow(unreachable_pub))]
 mod timer_entry;
+#[cfg_attr(not(loom), allow(unreachable_pub))]
+mod timer_intake;
 
 mod block_on;
 #[cfg(not(loom))]
@@ -142,4 +144,5 @@ pub mod __loom {
     pub use crate::scheduler::SubmitError;
     pub use crate::task_state::{JoinState, TaskState};
     pub use crate::timer_entry::{Fired, TimerEntry};
+    pub use crate::timer_intake::{Pushed, TimerIntake};
 }
