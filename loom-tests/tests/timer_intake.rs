@@ -66,10 +66,15 @@ impl Parker {
 /// The deadline of the timer registered during the race.
 const NEW: u64 = 5;
 
-/// The timer thread: keeps the deadlines it took (its wheel) and returns
-/// once it knows `NEW`; sleeps until the earliest it knows otherwise.
+/// The timer thread: keeps the deadlines it took (its wheel), fires the
+/// due ones, and returns once it knows `NEW`. Its clock starts at 0 and
+/// moves only when it sleeps until a deadline before `NEW` (such a sleep
+/// cannot make `NEW` late, so it is modelled as running to its end); a
+/// sleep until `NEW` or later (or indefinitely) must be cut short by the
+/// push of `NEW`, so it is an untimed park.
 fn timer_thread(intake: &TimerIntake<u64>, parker: &Parker) {
     let mut wheel = Vec::new();
+    let mut now = 0;
     loop {
         while let Some(when) = intake.pop() {
             wheel.push(when);
@@ -77,22 +82,31 @@ fn timer_thread(intake: &TimerIntake<u64>, parker: &Parker) {
         if wheel.contains(&NEW) {
             return;
         }
+        // Fire what is due.
+        wheel.retain(|&when| when > now);
         let next = wheel.iter().copied().min().unwrap_or(u64::MAX);
         if !intake.may_sleep(next) {
             continue;
         }
-        // Sleeps until `next` (past `NEW`), or until unparked.
-        parker.park();
+        if next < NEW {
+            now = next;
+        } else {
+            parker.park();
+        }
     }
 }
 
-/// A timer set at `NEW` while the timer thread, knowing `known` (if any),
-/// goes to sleep: it is woken or sees the timer before it sleeps.
-fn sleep_model(known: Option<u64>) {
+/// A timer set at `NEW` while the timer thread, knowing the timers at
+/// `known`, fires the first and goes to sleep (until the next, or
+/// indefinitely): it is woken or sees the new timer before it sleeps. Its
+/// first sleep target (the first known timer, before `NEW`) is the one a
+/// racing push may read: then it needs no wake-up, and the timer thread's
+/// re-check after its next target must see it.
+fn sleep_model(known: &'static [u64]) {
     loom::model(move || {
         let intake = Arc::new(TimerIntake::new());
-        if let Some(when) = known {
-            // Before the timer thread starts; it takes this in its first
+        for &when in known {
+            // Before the timer thread starts; it takes these in its first
             // round (no wake needed).
             let _ = intake.push(when, when);
         }
@@ -110,17 +124,17 @@ fn sleep_model(known: Option<u64>) {
     });
 }
 
-/// The timer thread sleeps indefinitely (nothing else pending).
+/// After firing its one timer (3) the timer thread sleeps indefinitely.
 #[test]
 fn timer_intake_new_timer_wakes_an_idle_timer_thread() {
-    sleep_model(None);
+    sleep_model(&[3]);
 }
 
-/// The timer thread sleeps until a later timer (10): the new one (5) must
-/// cut that sleep short.
+/// After firing a timer (3) the timer thread sleeps until a later one
+/// (10): the new one (5) must cut that sleep short.
 #[test]
 fn timer_intake_earlier_timer_is_not_slept_past() {
-    sleep_model(Some(10));
+    sleep_model(&[3, 10]);
 }
 
 /// A timer registered while the timer thread is stopped: the stop's drain

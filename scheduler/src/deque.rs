@@ -14,9 +14,17 @@
 //! no lock: a push (under the queue's lock) increments it with Release, as
 //! crossbeam's push publishes its slot with a Release store, and `is_empty`
 //! loads it with Acquire, as crossbeam's do (loom treats the `SeqCst`
-//! loads of crossbeam's `Injector::is_empty` as Acquire anyway). Pops and
-//! steals take the lock: a taker gets each item once and sees what its
-//! pusher wrote, which is what crossbeam guarantees. Not modelled:
+//! loads of crossbeam's `Injector::is_empty` as Acquire anyway).
+//! `Injector::steal` that finds the count zero returns at once, without
+//! the lock (as crossbeam's finds an empty queue in its index loads), so
+//! an empty steal orders nothing either: the timer thread's stop drains
+//! its intake with one, which `timer_intake.rs`'s handshake must order by
+//! its fences. Other takes lock: a taker gets each item once and sees what
+//! its pusher wrote, which is what crossbeam guarantees. (An empty
+//! `steal_batch_and_pop` that locks orders more than crossbeam's; the
+//! worker models do not rely on it, their park re-check is `is_empty`, and
+//! a lock-free empty check there made them take minutes instead of
+//! seconds.) Not modelled:
 //! `Steal::Retry` (a lost race inside crossbeam; the callers loop or try the
 //! next victim) and the exact batch size of a steal (crossbeam's is
 //! unspecified: the stand-in takes all of an injector's items and half of
@@ -145,6 +153,11 @@ mod stand_in {
         }
 
         pub(crate) fn steal(&self) -> Steal<T> {
+            // An empty queue is seen without the lock, as crossbeam's steal
+            // sees it in its index loads (see the module docs).
+            if self.0.is_empty() {
+                return Steal::Empty;
+            }
             self.0.pop().map_or(Steal::Empty, Steal::Success)
         }
 
