@@ -9,15 +9,18 @@
 //!
 //! The models drive the real `TimerIntake` on plain deadlines (ticks) in
 //! place of timer entries, over the stand-in queue of `deque.rs` (its
-//! `is_empty` takes no lock, so only the handshake's fences order the
-//! timer thread's re-check against a push). The timer thread is a loom
-//! thread with the loop of `timer_loop`: take what the intake holds, stop
-//! once it knows the new timer, otherwise publish its sleep target and
-//! re-check (`may_sleep`), then park. Its sleep is modelled as an untimed
-//! park: a timed sleep until a later deadline that nobody cuts short is
-//! exactly "slept past the new timer", which loom then reports as a
-//! deadlock. (A push whose deadline is not before the sleep target needs no
-//! wake, the timed sleep ends in time; not modelled, as loom has no time.)
+//! `is_empty`, and `steal` on an empty queue, take no lock, so only the
+//! handshakes' fences order the timer thread's re-check and the stop's
+//! drain against a push). The timer thread is a loom thread with the steps
+//! of `timer_loop`: take what the intake holds, fire what is due, stop once
+//! it knows the new timer, otherwise publish its sleep target and re-check
+//! (`may_sleep`), then sleep. A sleep until a deadline before the new
+//! timer's runs to its end (it cannot make the new timer late); a sleep
+//! until the new timer's deadline or later is an untimed park: if nobody
+//! cuts it short it is exactly "slept past the new timer", which loom
+//! reports as a deadlock. (A push whose deadline is not before the sleep
+//! target needs no wake, the timed sleep ends in time; not modelled, as
+//! loom has no time.)
 //!
 //! Mutations of `timer_intake.rs` checked to be caught (none is left in
 //! the code):
