@@ -16,11 +16,6 @@ use std::io;
 /// gets the throughput is the one to take.
 pub const DEFAULT_THROUGHPUT: u32 = 64;
 
-/// How often (in runs) a worker polls the global injector before its own
-/// queues, so external submissions never starve behind local work. A prime,
-/// as in tokio, so it does not beat in step with periodic workloads.
-pub(crate) const INJECTOR_INTERVAL: u32 = 61;
-
 /// The smallest [`Builder::stack_size`] accepted: 64 KiB. Below that a
 /// worker could not run the scheduler's own frames plus a handler's.
 pub const MIN_STACK_SIZE: usize = 64 * 1024;

@@ -70,11 +70,11 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 #![doc(test(attr(deny(warnings))))]
 
-// Under loom only the park/unpark handshake, the LIFO slot, the task state
-// machine, a timer entry, the quiesce gate and `block_on` compile (see
-// `sync`). Their items are `pub` for the
-// `__loom` re-export below, which exists only under loom; otherwise they are
-// crate-internal.
+// Under loom the park/unpark handshake, the LIFO slot, the task state
+// machine, a timer entry, the quiesce gate, `block_on` and the worker loop
+// (with its queues replaced by a stand-in, see `deque`) compile (see
+// `sync`). Their items are `pub` for the `__loom` re-export below, which
+// exists only under loom; otherwise they are crate-internal.
 #[cfg_attr(not(loom), allow(unreachable_pub))]
 mod idle;
 #[cfg_attr(not(loom), allow(unreachable_pub))]
@@ -88,12 +88,16 @@ mod sync;
 mod task_state;
 #[cfg_attr(not(loom), allow(unreachable_pub))]
 mod timer_entry;
+#[cfg_attr(not(loom), allow(unreachable_pub))]
+mod timer_intake;
 
 mod block_on;
 #[cfg(not(loom))]
 mod config;
-#[cfg(not(loom))]
+mod deque;
 mod metrics;
+#[cfg(loom)]
+mod model;
 #[cfg(not(loom))]
 pub mod net;
 #[cfg(not(loom))]
@@ -101,7 +105,7 @@ mod pin;
 #[cfg(not(loom))]
 mod reactor;
 mod runnable;
-#[cfg(not(loom))]
+#[cfg_attr(not(loom), allow(unreachable_pub))]
 mod scheduler;
 #[cfg(not(loom))]
 mod task;
@@ -109,7 +113,6 @@ mod task;
 mod timer;
 #[cfg(not(loom))]
 mod wheel;
-#[cfg(not(loom))]
 mod worker;
 
 pub use crate::{
@@ -135,8 +138,11 @@ pub use crate::{
 pub mod __loom {
     pub use crate::idle::{Idle, IdleSnapshot, Unparked, MAX_WORKERS};
     pub use crate::lifo::LifoSlot;
+    pub use crate::model::{ModelPool, ModelWorker};
     pub use crate::park::Parker;
     pub use crate::quiesce::QuiesceGate;
+    pub use crate::scheduler::SubmitError;
     pub use crate::task_state::{JoinState, TaskState};
     pub use crate::timer_entry::{Fired, TimerEntry};
+    pub use crate::timer_intake::{Pushed, TimerIntake};
 }

@@ -66,7 +66,6 @@ impl Budget {
     }
 
     /// A budget for a run on a worker.
-    #[cfg_attr(loom, allow(dead_code))]
     pub(crate) fn on_worker(units: u32) -> Budget {
         Budget {
             remaining: units,
@@ -100,7 +99,6 @@ impl Budget {
             // pointer, never through the budget: a budget kept past its
             // run, or moved to another thread, at worst shares the LIFO
             // slot of whatever worker spends it (always harmless).
-            #[cfg(not(loom))]
             crate::worker::share_current_lifo();
         }
         self.remaining -= 1;

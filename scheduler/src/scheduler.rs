@@ -1,21 +1,36 @@
 //! The pool: [`Scheduler`] (owns the threads), [`Handle`] (submits from
 //! anywhere), and quiesce.
+//!
+//! Under `--cfg loom` only [`Shared`] compiles (without the reactor and the
+//! timer thread), for the models of the worker loop (see `worker.rs` and
+//! `model.rs`).
 
-use crate::config::BuildError;
-use crate::config::Builder;
+#[cfg(not(loom))]
+use crate::config::{BuildError, Builder};
+#[cfg(not(loom))]
+use crate::deque::Worker as Deque;
+use crate::deque::{Injector, Stealer};
 use crate::idle::Idle;
 use crate::lifo::LifoSlot;
-use crate::metrics::{Counters, Metrics};
+use crate::metrics::Counters;
+#[cfg(not(loom))]
+use crate::metrics::Metrics;
+use crate::park::Parker;
+#[cfg(not(loom))]
 use crate::pin::{self, Pinning};
 use crate::quiesce::QuiesceGate;
+#[cfg(not(loom))]
 use crate::reactor::Reactor;
 use crate::runnable::Runnable;
-use crate::sync::{thread, Arc, AtomicBool, AtomicUsize, Ordering};
+#[cfg(not(loom))]
+use crate::sync::thread;
+use crate::sync::{Arc, AtomicBool, AtomicUsize, Ordering};
+#[cfg(not(loom))]
 use crate::timer::{TimerShared, TimerThread};
 use crate::worker;
-use crossbeam_deque::{Injector, Stealer, Worker as Deque};
 use crossbeam_utils::CachePadded;
 use std::fmt;
+#[cfg(not(loom))]
 use std::time::Instant;
 
 /// A submission, as the queues hold it.
@@ -45,12 +60,14 @@ pub(crate) struct Shared {
     pub(crate) throughput: u32,
     /// Set once by quiesce; read by external submitters, which are then
     /// refused.
-    closed: CachePadded<AtomicBool>,
+    pub(crate) closed: CachePadded<AtomicBool>,
     /// Where a quiesce waits for the workers to park (see `quiesce.rs`).
-    quiesce: QuiesceGate,
+    pub(crate) quiesce: QuiesceGate,
+    #[cfg(not(loom))]
     pub(crate) timers: Arc<TimerShared>,
     /// The I/O reactor (`net`); its poll is created on the first
     /// registration and polled by parking workers.
+    #[cfg(not(loom))]
     pub(crate) reactor: Reactor,
 }
 
@@ -66,6 +83,39 @@ impl Shared {
     /// Called by a worker that parked and saw that no worker is unparked.
     pub(crate) fn all_parked(&self) {
         self.quiesce.all_parked();
+    }
+
+    /// A running worker's look at the I/O reactor (every
+    /// `INJECTOR_INTERVAL` runs; see `Reactor::poll_now`). Nothing under
+    /// loom, which has no reactor.
+    #[inline]
+    pub(crate) fn poll_io_now(&self) {
+        #[cfg(not(loom))]
+        self.reactor.poll_now();
+    }
+
+    /// How a worker that announced its park and found no work blocks: in
+    /// the reactor's poll if no other worker holds it, on its parker
+    /// otherwise (`Reactor::park`); under loom, on its parker. Returns
+    /// whether I/O events woke tasks (see `Idle::park_with`).
+    #[inline]
+    pub(crate) fn park_worker(&self, parker: &Parker) -> bool {
+        #[cfg(not(loom))]
+        return self.reactor.park(parker);
+        #[cfg(loom)]
+        {
+            parker.park();
+            false
+        }
+    }
+
+    /// A worker left a park: restarts the timer thread's stall monitor
+    /// (see `TimerShared::wake_monitor`). Nothing under loom, which has no
+    /// timer thread.
+    #[inline]
+    pub(crate) fn wake_monitor(&self) {
+        #[cfg(not(loom))]
+        self.timers.wake_monitor();
     }
 
     /// Submits from outside the workers of this scheduler.
@@ -112,7 +162,31 @@ impl Shared {
         Ok(())
     }
 
-    fn queued(&self) -> usize {
+    /// A scheduler's shared state without its threads, reactor and timer
+    /// thread, and each worker's queue, for the loom models (`model.rs`).
+    #[cfg(loom)]
+    pub(crate) fn for_model(
+        workers: usize,
+        throughput: u32,
+    ) -> (Arc<Shared>, Vec<crate::deque::Worker<Job>>) {
+        use crate::deque::Worker as Deque;
+        let deques: Vec<Deque<Job>> = (0..workers).map(|_| Deque::new_fifo()).collect();
+        let shared = Arc::new(Shared {
+            injector: Injector::new(),
+            urgent: Injector::new(),
+            urgent_hint: CachePadded::new(AtomicUsize::new(0)),
+            stealers: deques.iter().map(Deque::stealer).collect(),
+            lifos: (0..workers).map(|_| Arc::new(LifoSlot::new())).collect(),
+            idle: Idle::new(workers),
+            counters: (0..workers).map(|_| CachePadded::default()).collect(),
+            throughput,
+            closed: CachePadded::new(AtomicBool::new(false)),
+            quiesce: QuiesceGate::new(),
+        });
+        (shared, deques)
+    }
+
+    pub(crate) fn queued(&self) -> usize {
         self.urgent.len()
             + self.injector.len()
             + self.stealers.iter().map(Stealer::len).sum::<usize>()
@@ -144,6 +218,7 @@ impl fmt::Display for SubmitError {
 
 impl std::error::Error for SubmitError {}
 
+#[cfg(not(loom))]
 /// A cheap, cloneable, `Send + Sync` handle to a [`Scheduler`]: submit
 /// runnables, spawn futures, set timers, read metrics, from any thread
 /// (including from inside runnables).
@@ -152,6 +227,7 @@ pub struct Handle {
     pub(crate) shared: Arc<Shared>,
 }
 
+#[cfg(not(loom))]
 impl fmt::Debug for Handle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Handle")
@@ -160,6 +236,7 @@ impl fmt::Debug for Handle {
     }
 }
 
+#[cfg(not(loom))]
 impl Handle {
     /// The handle of the scheduler whose worker is running this code, if
     /// any.
@@ -229,6 +306,7 @@ impl Handle {
     }
 }
 
+#[cfg(not(loom))]
 /// What [`Scheduler::quiesce`] left behind.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -247,6 +325,7 @@ pub struct QuiesceReport {
     pub panics: u64,
 }
 
+#[cfg(not(loom))]
 /// A pool of worker threads running [`Runnable`]s, plus a timer thread
 /// (the workers also poll the I/O reactor once a socket is registered, see
 /// [`crate::net`]).
@@ -260,6 +339,7 @@ pub struct Scheduler {
     pinning: Vec<Pinning>,
 }
 
+#[cfg(not(loom))]
 impl fmt::Debug for Scheduler {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Scheduler")
@@ -269,6 +349,7 @@ impl fmt::Debug for Scheduler {
     }
 }
 
+#[cfg(not(loom))]
 impl Scheduler {
     /// A builder with the defaults.
     pub fn builder() -> Builder {
@@ -453,6 +534,7 @@ impl Scheduler {
     }
 }
 
+#[cfg(not(loom))]
 impl Drop for Scheduler {
     fn drop(&mut self) {
         if !self.workers.is_empty() || self.timer.is_some() {

@@ -7,10 +7,12 @@
 //! `std::cell::UnsafeCell` directly.
 //!
 //! Under loom the idle/park and LIFO-slot modules, the task state machine
-//! and join state (`task_state`), a timer entry (`timer_entry`), the
-//! quiesce gate (`quiesce`) and `block_on` compile (see
-//! docs/decisions/0014-loom-scheduler.md); the rest of the crate sits on
-//! crossbeam-deque, which is not loom-aware.
+//! and join state (`task_state`), a timer entry (`timer_entry`), the timer
+//! intake (`timer_intake`), the quiesce gate (`quiesce`), `block_on`, and
+//! the worker loop with `Shared` compile, the last two on a stand-in for
+//! crossbeam-deque (`deque`), which is not loom-aware (see
+//! docs/decisions/0014-loom-scheduler.md and 0018-loom-worker-loop.md);
+//! the reactor, the timer thread and `Scheduler` do not.
 //!
 //! `Arc` stays `std::sync::Arc` under loom: wakers are made with
 //! `Waker::from(Arc<impl Wake>)` and runnables are `Arc<dyn Runnable>`,
@@ -21,7 +23,7 @@
 #[cfg(loom)]
 pub(crate) use loom::{
     cell::UnsafeCell,
-    sync::atomic::{fence, AtomicBool, AtomicU8, AtomicUsize, Ordering},
+    sync::atomic::{fence, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering},
     sync::{Condvar, Mutex, MutexGuard},
     thread,
 };

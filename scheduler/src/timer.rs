@@ -24,10 +24,10 @@
 
 use crate::runnable::{Budget, RunOutcome, Runnable};
 use crate::scheduler::{Handle, Shared};
-use crate::sync::{fence, thread, Arc, AtomicBool, AtomicU64, AtomicUsize, OnceLock, Ordering};
+use crate::sync::{thread, Arc, AtomicBool, AtomicUsize, OnceLock, Ordering};
 use crate::timer_entry::{Action, Fired, TimerEntry};
+use crate::timer_intake::{Pushed, TimerIntake};
 use crate::wheel::{Deadline, Wheel, MAX_TICKS};
-use crossbeam_deque::{Injector, Steal};
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -76,16 +76,12 @@ impl Runnable for TimerEntry {
 /// Timer state shared between the scheduler, handles and the timer thread.
 pub(crate) struct TimerShared {
     start: Instant,
-    /// New entries, lock-free; drained by the timer thread.
-    intake: Injector<Arc<TimerEntry>>,
-    /// The tick the timer thread sleeps until (`u64::MAX`: indefinitely).
-    /// Written only by the timer thread; read by `schedule`.
-    sleeping_until: AtomicU64,
+    /// New entries, lock-free; drained by the timer thread. Holds the
+    /// sleep and stop handshakes (see `timer_intake.rs`).
+    intake: TimerIntake<Arc<TimerEntry>>,
     /// Timers neither fired nor cancelled. Written by `schedule` (+1) and
     /// by the winner of an entry's state (-1).
     pending: AtomicUsize,
-    /// Set once by `TimerThread::stop`.
-    stopped: AtomicBool,
     /// Set by the timer thread when the stall monitor stops ticking (every
     /// worker parked for a while); cleared by the first worker to wake,
     /// which then unparks the timer thread.
@@ -97,10 +93,8 @@ impl TimerShared {
     pub(crate) fn new() -> TimerShared {
         TimerShared {
             start: Instant::now(),
-            intake: Injector::new(),
-            sleeping_until: AtomicU64::new(u64::MAX),
+            intake: TimerIntake::new(),
             pending: AtomicUsize::new(0),
-            stopped: AtomicBool::new(false),
             monitor_asleep: AtomicBool::new(false),
             thread: OnceLock::new(),
         }
@@ -124,24 +118,21 @@ impl TimerShared {
         let entry = Arc::new(TimerEntry::new(self.deadline_after(delay), action));
         // Relaxed: a count for the quiesce report; no memory depends on it.
         self.pending.fetch_add(1, Ordering::Relaxed);
-        self.intake.push(Arc::clone(&entry));
-        // SeqCst fence: Dekker pair with the timer thread, which stores
-        // `sleeping_until`, fences, then re-checks `intake`. Either it sees
-        // this entry, or this load sees its new sleep target. Also pairs
-        // with the fence in `TimerThread::stop` (store `stopped`, fence,
-        // drain the intake): either the drain finds this entry, or this
-        // load sees `stopped` and the entry is cancelled here. Either way
-        // it is never left pending in an intake nobody reads (its action
-        // is dropped at once: a timer set on a stopped scheduler never
-        // fires, and whatever its callback owns is released).
-        fence(Ordering::SeqCst);
-        if self.stopped.load(Ordering::SeqCst) {
-            self.cancel(&entry);
-            return entry;
-        }
-        if entry.when() < self.sleeping_until.load(Ordering::SeqCst) {
-            if let Some(t) = self.thread.get() {
-                t.unpark();
+        // The push's handshakes (see `timer_intake.rs`): the timer thread
+        // either sees this entry before it sleeps or is woken; and the stop
+        // either drains it or this cancels it, so it is never left pending
+        // in an intake nobody reads (its action is dropped at once: a timer
+        // set on a stopped scheduler never fires, and whatever its callback
+        // owns is released).
+        match self.intake.push(Arc::clone(&entry), entry.when()) {
+            Pushed::Queued => {}
+            Pushed::WakeTimer => {
+                if let Some(t) = self.thread.get() {
+                    t.unpark();
+                }
+            }
+            Pushed::Stopped => {
+                self.cancel(&entry);
             }
         }
         entry
@@ -195,22 +186,16 @@ impl TimerThread {
     /// (they are cancelled: dropped without firing).
     pub(crate) fn stop(self) -> usize {
         let timers = &self.shared.timers;
-        // SeqCst, then a fence before the drain below: pairs with the
-        // fence in `TimerShared::insert` (see there); also with the Acquire
-        // load in `timer_loop`.
-        timers.stopped.store(true, Ordering::SeqCst);
-        fence(Ordering::SeqCst);
+        // The stop's handshake with `TimerShared::insert` (see
+        // `timer_intake.rs`): stop, then drain once the thread has exited.
+        timers.intake.stop();
         self.join.thread().unpark();
         let mut left = self.join.join().unwrap_or_else(|_| {
             tracing::error!("the scheduler's timer thread panicked");
             0
         });
-        loop {
-            match timers.intake.steal() {
-                Steal::Success(e) => left += usize::from(timers.cancel(&e)),
-                Steal::Empty => break,
-                Steal::Retry => {}
-            }
+        while let Some(e) = timers.intake.pop() {
+            left += usize::from(timers.cancel(&e));
         }
         left
     }
@@ -303,21 +288,14 @@ fn timer_loop(shared: &Arc<Shared>) -> usize {
     let mut monitor = Monitor::new(shared.lifos.len());
     let fire = |entry: Arc<TimerEntry>| fire(shared, entry);
     loop {
-        // Acquire: pairs with the Release store in `TimerThread::stop`.
-        if timers.stopped.load(Ordering::Acquire) {
+        if timers.intake.is_stopped() {
             break;
         }
-        loop {
-            match timers.intake.steal() {
-                Steal::Success(e) => {
-                    if e.is_pending() {
-                        if let Err(due) = wheel.insert(e) {
-                            fire(due);
-                        }
-                    }
+        while let Some(e) = timers.intake.pop() {
+            if e.is_pending() {
+                if let Err(due) = wheel.insert(e) {
+                    fire(due);
                 }
-                Steal::Empty => break,
-                Steal::Retry => {}
             }
         }
         let now = timers.now_ticks();
@@ -327,14 +305,10 @@ fn timer_loop(shared: &Arc<Shared>) -> usize {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        // SeqCst store + fence: the timer thread's half of the Dekker pair
-        // with `TimerShared::insert` (publish the sleep target, then
-        // re-check the intake).
-        timers
-            .sleeping_until
-            .store(next.unwrap_or(u64::MAX), Ordering::SeqCst);
-        fence(Ordering::SeqCst);
-        if !timers.intake.is_empty() {
+        // The timer thread's half of the sleep handshake with
+        // `TimerShared::insert` (see `timer_intake.rs`): publish the sleep
+        // target, then re-check the intake.
+        if !timers.intake.may_sleep(next.unwrap_or(u64::MAX)) {
             continue;
         }
         match next {

@@ -1,7 +1,16 @@
 //! A worker thread: its queues, the find-work order, the run loop, and the
 //! thread-local pointer that lets code running on a worker find it.
+//!
+//! Compiled under `--cfg loom` too, on the stand-in queues of `deque` and
+//! without the reactor, the timer thread and the counters (see
+//! `Shared::poll_io_now`, `Shared::park_worker`, `Shared::wake_monitor`,
+//! `Counters::bump`): the models in `loom-tests/tests/worker.rs` run this
+//! loop (see docs/decisions/0018-loom-worker-loop.md).
+// Under loom the public items (`WorkerId`, `assert_not_on_worker`) are not
+// exported.
+#![cfg_attr(loom, allow(dead_code, unreachable_pub))]
 
-use crate::config::INJECTOR_INTERVAL;
+use crate::deque::{Steal, Worker as Deque};
 use crate::idle::Unparked;
 use crate::lifo::LifoSlot;
 use crate::metrics::Counters;
@@ -9,7 +18,6 @@ pub(crate) use crate::runnable::panic_message;
 use crate::runnable::{Budget, RunOutcome};
 use crate::scheduler::{Job, Shared};
 use crate::sync::{Arc, Ordering};
-use crossbeam_deque::{Steal, Worker as Deque};
 use crossbeam_utils::Backoff;
 use std::any::Any;
 use std::cell::Cell;
@@ -23,6 +31,11 @@ const LIFO_STREAK_LIMIT: u32 = 3;
 
 /// How many find-work rounds a searching worker makes before it parks.
 const SEARCH_ROUNDS: u32 = 4;
+
+/// How often (in runs) a worker polls the global injector before its own
+/// queues, so external submissions never starve behind local work. A prime,
+/// as in tokio, so it does not beat in step with periodic workloads.
+pub(crate) const INJECTOR_INTERVAL: u32 = 61;
 
 /// The identity of a worker thread within its scheduler.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -50,11 +63,18 @@ pub(crate) struct Local {
     deque: Deque<Job>,
 }
 
+#[cfg(not(loom))]
 thread_local! {
     /// The worker running on this thread, or null. Set by `run` for the
     /// whole life of the worker loop, to a `Local` on that loop's stack;
     /// cleared (by `CurrentGuard`) before the `Local` is dropped.
     static CURRENT: Cell<*const Local> = const { Cell::new(ptr::null()) };
+}
+
+#[cfg(loom)]
+loom::thread_local! {
+    /// As above, per loom thread.
+    static CURRENT: Cell<*const Local> = Cell::new(ptr::null());
 }
 
 /// Clears [`CURRENT`] on drop, even when unwinding.
@@ -296,20 +316,20 @@ impl LoopState<'_> {
                         shared.all_parked();
                     }
                 },
-                |parker| shared.reactor.park(parker),
+                |parker| shared.park_worker(parker),
             );
             match outcome {
                 Unparked::Shutdown => return,
                 Unparked::Polled => {
                     // Its I/O events woke tasks into this worker's queue.
                     self.searching = false;
-                    shared.timers.wake_monitor();
+                    shared.wake_monitor();
                 }
                 Unparked::WorkFound | Unparked::Notified => {
                     self.searching = true;
                     // The stall monitor stops ticking once every worker has
                     // been parked a while; a worker that wakes restarts it.
-                    shared.timers.wake_monitor();
+                    shared.wake_monitor();
                 }
             }
         }
@@ -328,7 +348,7 @@ impl LoopState<'_> {
             }
             // I/O that came while every worker was busy (one load when the
             // reactor was never started).
-            local.shared.reactor.poll_now();
+            local.shared.poll_io_now();
             if let Some(job) = self.steal_injector() {
                 return Some(job);
             }
