@@ -244,15 +244,50 @@ fn a_client_that_never_reads_stops_the_stream() {
     let recv_buffer = socket.recv_buffer_size().unwrap();
     let mut c = Client::from(std::net::TcpStream::from(socket));
     c.send(&get("/endless"));
-    // Wait until the stream stops being polled (no change for 500 ms,
-    // which a server buffering the endless stream never reaches: it would
-    // run out of memory first); the bound holds however long we wait.
+    let chunk = 64 * 1024;
+    // First the state under test: backpressure. The server polls an item
+    // only once the previous one is written, so it has written at least
+    // `yielded - chunk` bytes; once fewer than that wait unread in the
+    // client's receive queue, the rest sit in the server's send queue
+    // (loopback delivers at once what the receive window lets through): the
+    // client's window is full. No event says so; polled, bounded.
+    let client = c.stream().try_clone().unwrap();
+    // A safety net for `peek` (the socket's, so `c` has it too).
+    client
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut peek = vec![0u8; 4 * recv_buffer];
+    let give_up = Instant::now() + Duration::from_secs(30);
+    loop {
+        let yielded = server.yielded.load(Ordering::SeqCst);
+        // `peek` returns what is queued (up to the buffer, larger than the
+        // queue can be): bytes in, none consumed.
+        let unread = if yielded > 0 {
+            client.peek(&mut peek).unwrap()
+        } else {
+            0
+        };
+        if unread + chunk < yielded {
+            break;
+        }
+        assert!(
+            Instant::now() < give_up,
+            "the client's receive window never filled: {yielded} bytes yielded, {unread} unread"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Then what must not happen: the stream polled on and on. It stops
+    // (no change for 500 ms, which a server buffering the endless stream
+    // never reaches: it would run out of memory first); the bound holds
+    // however long we wait.
     let mut last = server.yielded.load(Ordering::SeqCst);
     let mut stable_since = Instant::now();
     let give_up = Instant::now() + Duration::from_secs(30);
-    while (last == 0 || stable_since.elapsed() < Duration::from_millis(500))
-        && Instant::now() < give_up
-    {
+    while stable_since.elapsed() < Duration::from_millis(500) {
+        assert!(
+            Instant::now() < give_up,
+            "the stream never stopped being polled: {last} bytes"
+        );
         std::thread::sleep(Duration::from_millis(20));
         let now = server.yielded.load(Ordering::SeqCst);
         if now != last {
@@ -260,7 +295,6 @@ fn a_client_that_never_reads_stops_the_stream() {
             stable_since = Instant::now();
         }
     }
-    let chunk = 64 * 1024;
     // The server's send buffer, the client's receive buffer, the item being
     // written and the one polled before it blocked.
     let bound = max_send_buffer() + recv_buffer + 2 * chunk;

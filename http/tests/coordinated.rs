@@ -149,10 +149,11 @@ fn task_state(cs: &CoordinatedShutdown, name: &str) -> TaskState {
 }
 
 /// Akka: "The recommended Akka HTTP server shutdown consists of three
-/// steps: stop accepting new connections (ServerBinding.unbind) - try to
-/// finish handling of ongoing requests until the hardTerminationDeadline
-/// hits [...] - close open connections (ServerBinding.terminate). This
-/// recommended sequence can be added to Akka’s coordinated shutdown via
+/// steps: - stop accepting new connections (ServerBinding.unbind [...]) -
+/// try to finish handling of ongoing requests until the
+/// hardTerminationDeadline hits [...] - close open connections
+/// (ServerBinding.terminate [...]) This recommended sequence can be added
+/// to Akka’s coordinated shutdown via
 /// ServerBinding.addToCoordinatedShutdown".
 #[test]
 fn a_coordinated_shutdown_unbinds_drains_and_stops_the_server_in_phase_order() {

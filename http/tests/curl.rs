@@ -1,9 +1,12 @@
 //! The server against curl (a real client): keep-alive, a chunked upload,
 //! a chunked streamed response, Expect: 100-continue. Skipped, saying so,
-//! when curl is not installed (.ci/run installs it).
+//! when curl is not installed; a failure instead with
+//! `PROSCENIUM_REQUIRE_PROGRAMS=1` (.ci/run installs curl and sets it; see
+//! tests/programs/mod.rs).
 #![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
 
 mod common;
+mod programs;
 
 use futures_core::Stream;
 use http::header::TRANSFER_ENCODING;
@@ -13,14 +16,6 @@ use std::path::PathBuf;
 use std::pin::Pin;
 use std::process::{Command, Output};
 use std::task::{Context, Poll};
-
-fn curl_installed() -> bool {
-    let found = Command::new("curl").arg("--version").output().is_ok();
-    if !found {
-        eprintln!("curl not found: skipping this test (.ci/run installs it)");
-    }
-    found
-}
 
 fn curl(args: &[&str]) -> Output {
     let out = Command::new("curl")
@@ -102,7 +97,7 @@ fn sum(bytes: &[u8]) -> u64 {
 
 #[test]
 fn curl_reuses_a_keep_alive_connection() {
-    if !curl_installed() {
+    if !programs::present("curl") {
         return;
     }
     let system = common::system();
@@ -125,7 +120,7 @@ fn curl_reuses_a_keep_alive_connection() {
 
 #[test]
 fn curl_uploads_a_chunked_body() {
-    if !curl_installed() {
+    if !programs::present("curl") {
         return;
     }
     let system = common::system();
@@ -149,7 +144,7 @@ fn curl_uploads_a_chunked_body() {
 
 #[test]
 fn curl_reads_a_chunked_streamed_response() {
-    if !curl_installed() {
+    if !programs::present("curl") {
         return;
     }
     let system = common::system();
@@ -172,7 +167,7 @@ fn curl_reads_a_chunked_streamed_response() {
 
 #[test]
 fn curl_gets_100_continue() {
-    if !curl_installed() {
+    if !programs::present("curl") {
         return;
     }
     let system = common::system();
@@ -198,4 +193,20 @@ fn curl_gets_100_continue() {
         format!("/up {} te= sum={}", body.len(), sum(&body))
     );
     system.terminate().wait();
+}
+
+/// The shared check of tests/programs/mod.rs (tested here, once): a
+/// missing program skips the test unless programs are required, and then
+/// fails it, naming the program.
+#[test]
+fn a_missing_program_skips_unless_required_and_then_fails_naming_it() {
+    let missing = "proscenium-no-such-program";
+    assert!(!programs::present_when(missing, false));
+    let failed = std::panic::catch_unwind(|| programs::present_when(missing, true))
+        .expect_err("a required program that is missing fails the test");
+    let message = failed
+        .downcast_ref::<String>()
+        .expect("a formatted panic message");
+    assert!(message.contains(missing), "{message}");
+    assert!(message.contains(programs::REQUIRE_PROGRAMS), "{message}");
 }

@@ -3,27 +3,21 @@
 //! in order, the requests in flight when the signal came get their 200 with
 //! `Connection: close`, the later ones get a full 503 or a refused or closed
 //! connection (never a response cut short), and the process exits with the
-//! configured code. Skipped, saying so, when curl is not installed
-//! (.ci/run installs it).
+//! configured code. Skipped, saying so, when curl is not installed; a
+//! failure instead with `PROSCENIUM_REQUIRE_PROGRAMS=1` (.ci/run installs
+//! curl and sets it; see tests/programs/mod.rs).
 #![cfg(unix)]
 #![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
 
+mod programs;
 mod server_process;
 
 use server_process::{signal, ServerProcess, PATIENCE};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Command, Output};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
-
-fn curl_installed() -> bool {
-    let found = Command::new("curl").arg("--version").output().is_ok();
-    if !found {
-        eprintln!("curl not found: skipping this test (.ci/run installs it)");
-    }
-    found
-}
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
 
 /// One curl request on a new connection: its exit code and what it wrote
 /// (`-i`: the head and the body).
@@ -131,11 +125,12 @@ fn hello_on(stream: &mut TcpStream) -> Result<Outcome, Outcome> {
 }
 
 /// A client that keeps one connection alive for as long as it can, then
-/// opens a new one (or records the refusal) until `stop`.
+/// opens a new one (or records the refusal) until `stop`; reports each 200
+/// on `answered`.
 fn keep_alive_client(
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
-    answered: Arc<AtomicUsize>,
+    answered: mpsc::Sender<()>,
 ) -> Vec<Outcome> {
     let mut outcomes = Vec::new();
     let mut stream: Option<TcpStream> = None;
@@ -158,7 +153,8 @@ fn keep_alive_client(
         match hello_on(s) {
             Ok(outcome) => {
                 if matches!(outcome, Outcome::Response { status: 200, .. }) {
-                    answered.fetch_add(1, Ordering::SeqCst);
+                    // The receiver is gone once the test has seen enough.
+                    let _ = answered.send(());
                 }
                 if matches!(outcome, Outcome::Response { close: true, .. }) {
                     stream = None;
@@ -174,16 +170,18 @@ fn keep_alive_client(
     outcomes
 }
 
-/// Akka: "the server will reply with a 503 Service Unavailable response
-/// [...] to new requests" and "If a request is "in-flight" (being handled
-/// by user code), it is given hardDeadline time to complete" ("if user
-/// code emits a response within the timeout, then this response is sent to
-/// the client with a Connection: close header and connection is closed");
+/// Akka: "[terminate] also handles replying to new incoming requests with
+/// (configurable) “terminating” HTTP responses" ("by default is an 503
+/// Service Unavailable, with an empty response entity") and "If a request
+/// is “in-flight” (being handled by user code), it is given hardDeadline
+/// time to complete" ("if user code emits a response within the timeout,
+/// then this response is sent to the client with a Connection: close
+/// header and connection is closed");
 /// `addToCoordinatedShutdown` runs it in the `service-unbind`,
 /// `service-requests-done` and `service-stop` phases.
 #[test]
 fn sigterm_under_load_drains_in_order_and_exits_with_the_configured_code() {
-    if !curl_installed() {
+    if !programs::present("curl") {
         return;
     }
     let mut server = ServerProcess::start(&["--deadline-ms", "10000", "--exit-code", "5"]);
@@ -193,23 +191,23 @@ fn sigterm_under_load_drains_in_order_and_exits_with_the_configured_code() {
     // Load: two keep-alive clients and two threads of curl processes on
     // /hello, running through the signal.
     let stop = Arc::new(AtomicBool::new(false));
-    let answered = Arc::new(AtomicUsize::new(0));
+    let (answered, answers) = mpsc::channel();
     let keep_alive: Vec<_> = (0..2)
         .map(|_| {
-            let (stop, answered) = (Arc::clone(&stop), Arc::clone(&answered));
+            let (stop, answered) = (Arc::clone(&stop), answered.clone());
             std::thread::spawn(move || keep_alive_client(addr, stop, answered))
         })
         .collect();
     let curls: Vec<_> = (0..2)
         .map(|_| {
-            let (stop, answered) = (Arc::clone(&stop), Arc::clone(&answered));
+            let (stop, answered) = (Arc::clone(&stop), answered.clone());
             let url = url("/hello");
             std::thread::spawn(move || {
                 let mut outcomes = Vec::new();
                 while !stop.load(Ordering::SeqCst) {
                     let outcome = classify_curl(&curl(&url));
                     if matches!(outcome, Outcome::Response { status: 200, .. }) {
-                        answered.fetch_add(1, Ordering::SeqCst);
+                        let _ = answered.send(());
                     }
                     let refused = outcome == Outcome::Refused;
                     outcomes.push(outcome);
@@ -232,13 +230,15 @@ fn sigterm_under_load_drains_in_order_and_exits_with_the_configured_code() {
     for _ in 0..3 {
         server.expect_line(|l| l.starts_with("slow request started"));
     }
-    // Some load answered before the signal (polling a counter the load
-    // threads raise: no timing is asserted).
-    let waited = std::time::Instant::now();
-    while answered.load(Ordering::SeqCst) < 20 {
-        assert!(waited.elapsed() < PATIENCE, "the load is not answered");
-        std::thread::sleep(std::time::Duration::from_millis(5));
+    // Some load answered before the signal: 20 responses reported by the
+    // load threads.
+    drop(answered);
+    for n in 0..20 {
+        answers
+            .recv_timeout(PATIENCE)
+            .unwrap_or_else(|e| panic!("the load is not answered ({n} of 20 answers): {e}"));
     }
+    drop(answers);
 
     signal(&server.child, libc::SIGTERM);
     let (code, lines) = server.finish();

@@ -1,6 +1,16 @@
 //! Whole connections fed random and mutated bytes, split into random
 //! reads: never a panic, never a hang; the client gets well-formed
 //! responses, then the connection closes.
+//!
+//! A panic in the server (a connection's task, the accept loop) is caught
+//! and counted by the scheduler, and the client only sees its connection
+//! close, which random input may well deserve: so each case also checks
+//! that the scheduler caught no panic while it ran ([`no_panic_since`]).
+//!
+//! A failing case's seed is saved (proptest's `FileFailurePersistence::
+//! WithSource("proptest-regressions")`: the file beside this one,
+//! `tests/fuzz.proptest-regressions`) and replayed first by every later
+//! run; commit the file with the fix, as the regression test.
 #![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
 
 mod common;
@@ -9,7 +19,8 @@ use futures_core::Stream;
 use http::{Request, Response};
 use proptest::prelude::*;
 use proptest::sample::Index;
-use proptest::test_runner::{Config, TestRunner};
+use proptest::test_runner::{Config, FileFailurePersistence, TestRunner};
+use proscenium::ActorSystem;
 use proscenium_http::{Body, Http, ServerBinding, ServerSettings};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpStream};
@@ -32,7 +43,7 @@ impl Stream for Two {
     }
 }
 
-fn serve(system: &proscenium::ActorSystem) -> ServerBinding {
+fn serve(system: &ActorSystem) -> ServerBinding {
     let settings = ServerSettings::default()
         .max_body_bytes(4096)
         .max_head_bytes(2048)
@@ -239,10 +250,29 @@ fn check(binding: &ServerBinding, input: &[u8], splits: &[Index]) -> Result<(), 
     Ok(())
 }
 
+/// Panics the system's scheduler caught so far (each was logged and
+/// counted by the worker that caught it).
+fn caught_panics(system: &ActorSystem) -> u64 {
+    system.scheduler_handle().metrics().total().panics
+}
+
+/// Fails the case if the scheduler caught a panic since `before`. A
+/// task counts its panic before its future, and with it the connection's
+/// socket, is dropped, so the panic of a case's connection is counted by
+/// the time the client has read to the end.
+fn no_panic_since(system: &ActorSystem, before: u64) -> Result<(), TestCaseError> {
+    let panics = caught_panics(system) - before;
+    prop_assert_eq!(panics, 0, "the server panicked (see the log above)");
+    Ok(())
+}
+
 fn runner() -> TestRunner {
     TestRunner::new(Config {
         cases: 256,
-        failure_persistence: None,
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource(
+            "proptest-regressions",
+        ))),
+        source_file: Some(file!()),
         ..Config::default()
     })
 }
@@ -258,8 +288,10 @@ fn connections_take_mutated_requests() {
     );
     runner()
         .run(&input, |(requests, edits, splits)| {
+            let before = caught_panics(&system);
             let bytes = mutate(requests.concat(), &edits);
-            check(&binding, &bytes, &splits)
+            check(&binding, &bytes, &splits)?;
+            no_panic_since(&system, before)
         })
         .unwrap();
     system.terminate().wait();
@@ -275,6 +307,7 @@ fn connections_take_well_formed_requests_in_any_split() {
     );
     runner()
         .run(&input, |(requests, splits)| {
+            let before = caught_panics(&system);
             let bytes = requests.concat();
             let (out, reset) = match exchange(&binding, &bytes, &splits) {
                 Ok(out) => (out, false),
@@ -286,7 +319,7 @@ fn connections_take_well_formed_requests_in_any_split() {
                 "no response to {:?}",
                 String::from_utf8_lossy(&bytes)
             );
-            Ok(())
+            no_panic_since(&system, before)
         })
         .unwrap();
     system.terminate().wait();
@@ -301,7 +334,11 @@ fn connections_take_random_bytes() {
         prop::collection::vec(any::<Index>(), 0..4),
     );
     runner()
-        .run(&input, |(bytes, splits)| check(&binding, &bytes, &splits))
+        .run(&input, |(bytes, splits)| {
+            let before = caught_panics(&system);
+            check(&binding, &bytes, &splits)?;
+            no_panic_since(&system, before)
+        })
         .unwrap();
     system.terminate().wait();
 }
@@ -335,6 +372,7 @@ fn pipelined_requests_in_any_split_are_answered_in_order() {
     );
     runner()
         .run(&input, |(requests, splits)| {
+            let before = caught_panics(&system);
             let bytes: Vec<u8> = requests.iter().flat_map(|(r, _)| r.clone()).collect();
             let out =
                 exchange(&binding, &bytes, &splits).map_err(|_| TestCaseError::fail("reset"))?;
@@ -358,7 +396,7 @@ fn pipelined_requests_in_any_split_are_answered_in_order() {
                 })
                 .collect();
             prop_assert_eq!(got, expected);
-            Ok(())
+            no_panic_since(&system, before)
         })
         .unwrap();
     system.terminate().wait();

@@ -4,12 +4,14 @@
 #![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
 
 mod common;
+mod support;
 
 use common::{system, Client};
 use http::{Request, Response};
 use proscenium::ActorSystem;
 use proscenium_http::{Body, Http, ServerBinding, ServerSettings};
 use std::io::{ErrorKind, Read, Write};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -147,12 +149,14 @@ fn pipelining_without_reading_is_bounded_by_the_socket_buffers() {
     let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
     socket.set_recv_buffer_size(16 * 1024).unwrap();
     socket.set_send_buffer_size(16 * 1024).unwrap();
+    let mark = support::capture().mark();
     socket.connect(&binding.local_addr().into()).unwrap();
     let (recv_buffer, send_buffer) = (
         socket.recv_buffer_size().unwrap(),
         socket.send_buffer_size().unwrap(),
     );
     let mut stream = std::net::TcpStream::from(socket);
+    let peer = stream.local_addr().unwrap();
     // Each request gets a 64 KiB response the client never reads: the
     // server's writes block, then its reads must stop.
     let request = b"GET /big HTTP/1.1\r\nHost: x\r\n\r\n";
@@ -172,11 +176,14 @@ fn pipelining_without_reading_is_bounded_by_the_socket_buffers() {
     // The server took what its socket buffers, its 16 KiB head limit plus
     // one read, and the requests it answered hold, no more. (On a starved
     // machine the write may have timed out before the server got to the
-    // connection: wait for its first request, so that it is registered.)
-    let give_up = Instant::now() + Duration::from_secs(30);
-    while calls.load(Ordering::SeqCst) == 0 && Instant::now() < give_up {
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    // connection: wait for its first request to be answered, which the
+    // request's span records after the handler was called.)
+    support::capture().wait_for(|r| {
+        r.requests_on(mark, peer)
+            .iter()
+            .any(|request| request.fields.contains_key("status"))
+            .then_some(())
+    });
     let answered = calls.load(Ordering::SeqCst);
     let response = 64 * 1024 + 200;
     assert!(
@@ -211,13 +218,15 @@ fn a_body_that_stops_coming_is_answered_408_after_the_idle_timeout() {
     system.terminate().wait();
 }
 
-/// Waits (polling, bounded) until the server has no connection left.
-fn wait_no_connections(binding: &ServerBinding) {
-    let give_up = Instant::now() + Duration::from_secs(30);
-    while binding.open_connections() > 0 {
-        assert!(Instant::now() < give_up, "the connection was never closed");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+/// Waits until the server has ended the connection from `peer` (made
+/// after `mark`): its span closes once the connection's task is over and
+/// its socket dropped. Fails after `support::PATIENCE`.
+fn wait_connection_closed(mark: support::Mark, peer: SocketAddr) {
+    support::capture().wait_for(|r| {
+        r.connection(mark, peer)
+            .filter(|(_, span)| span.closed())
+            .map(|_| ())
+    });
 }
 
 #[test]
@@ -237,13 +246,16 @@ fn a_client_that_stops_reading_is_closed_after_the_idle_timeout() {
         },
     )
     .expect("bind");
+    let mark = support::capture().mark();
     let mut c = Client::connect(binding.local_addr());
+    let peer = c.stream().local_addr().unwrap();
     c.send(GET);
     // The connection is open and its request is in the handler.
     handled.recv().unwrap();
     // The client reads nothing: the server's write stops making progress
     // and the idle timeout closes the connection.
-    wait_no_connections(&binding);
+    wait_connection_closed(mark, peer);
+    assert_eq!(binding.open_connections(), 0);
     let head = c.head().unwrap();
     assert_eq!(
         head.header("content-length"),

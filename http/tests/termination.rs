@@ -85,7 +85,7 @@ fn unbind_stops_accepting_and_leaves_existing_connections_served() {
 
 /// Akka: "First, the server port is unbound and no new connections will be
 /// accepted (same as invoking unbind()). Immediately the
-/// ServerBinding#whenTerminationSignalIssued Future is completed."
+/// ServerBinding#whenTerminationSignalIssued [...] Future is completed."
 #[test]
 fn terminate_unbinds_and_completes_the_termination_signal_at_once() {
     let system = system();
@@ -420,10 +420,10 @@ fn a_response_still_being_written_at_the_deadline_is_cut() {
 
 /// Akka: "Finally, all remaining alive connections are forcefully
 /// terminated once the hardDeadline is exceeded. The whenTerminated
-/// (exposed by ServerBinding) future is completed as well, so the graceful
-/// termination (of the ActorSystem or entire JVM itself can be safely
-/// performed, as by then it is known that no connections remain alive to
-/// this server)."
+/// (exposed by ServerBinding) [...] future is completed as well, so the
+/// graceful termination (of the ActorSystem or entire JVM itself can be
+/// safely performed, as by then it is known that no connections remain
+/// alive to this server)."
 #[test]
 fn when_terminated_completes_with_http_terminated_after_the_forced_close() {
     let system = system();

@@ -12,7 +12,7 @@ use proscenium::{ActorSystem, ShutdownConfig};
 use proscenium_http::{Body, Http, ServerBinding, ServerSettings};
 use std::collections::HashMap;
 use std::future::Future;
-use std::io::{Read, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -98,9 +98,29 @@ pub fn read_answer(stream: &mut TcpStream) -> Answer {
 }
 
 /// The server closed the connection: EOF (or a reset) and no more bytes.
+/// Fails if the connection is still open after [`PATIENCE`] (the read
+/// times out) or if a byte comes.
 pub fn assert_eof(stream: &mut TcpStream) {
+    if stream.read_timeout().unwrap().is_none() {
+        stream.set_read_timeout(Some(PATIENCE)).unwrap();
+    }
     let mut rest = Vec::new();
-    let _ = stream.read_to_end(&mut rest);
+    match stream.read_to_end(&mut rest) {
+        Ok(_) => {}
+        Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+            panic!(
+                "the connection was not closed (no EOF within {PATIENCE:?}); got {:?}",
+                String::from_utf8_lossy(&rest)
+            )
+        }
+        Err(e) => assert!(
+            matches!(
+                e.kind(),
+                ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted
+            ),
+            "reading to EOF: {e}"
+        ),
+    }
     assert!(
         rest.is_empty(),
         "more bytes: {:?}",
