@@ -5,10 +5,10 @@
 //! stop, PoisonPill, watch and unwatch, timers and stashes, for N seconds.
 //! At the end it checks that every message id was handled, dead-lettered,
 //! dropped with the failure it caused, or cancelled with its timer, exactly
-//! once; that `pre_start` and `post_stop` pair up at every level; that the
-//! termination is clean with no cell left; and that RSS did not grow
-//! between the sample at a third of the run and the last one (beyond
-//! `soak::rss_tolerance`). See `soak.rs` and
+//! once; that `pre_start` and `post_stop` pair up at every level and on
+//! every instance; that the termination is clean with no cell left; and
+//! that RSS did not grow from the 2nd minute (a third of a run shorter than
+//! 3 minutes) to the end (beyond `soak::rss_tolerance`). See `soak.rs` and
 //! docs/decisions/0016-chaos-and-sanitizers.md.
 //!
 //! ```sh

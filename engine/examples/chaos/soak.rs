@@ -28,7 +28,8 @@
 //!   by its actor's stop or restart, which the actor's `post_stop` observes);
 //! - `pre_start` and `post_stop` ran the same number of times at every
 //!   level, and as often as the factories made instances (one pair per
-//!   incarnation);
+//!   incarnation), and on each instance once each, in that order, before
+//!   it was dropped (`Hooks`);
 //! - after termination, the report is clean, no panic escaped a run, and
 //!   `live_cells() == 0` once the soak's own references are dropped.
 //!
@@ -210,6 +211,9 @@ pub(crate) struct Books {
     made: [AtomicU64; 3],
     starts: [AtomicU64; 3],
     stops: [AtomicU64; 3],
+    /// Instances whose hooks did not run as one `pre_start` and then one
+    /// `post_stop` (see `Hooks`).
+    unpaired: AtomicU64,
     terminated_seen: AtomicU64,
     stashed: AtomicU64,
     respawned: AtomicU64,
@@ -251,6 +255,7 @@ impl Books {
             made: Default::default(),
             starts: Default::default(),
             stops: Default::default(),
+            unpaired: AtomicU64::new(0),
             terminated_seen: AtomicU64::new(0),
             stashed: AtomicU64::new(0),
             respawned: AtomicU64::new(0),
@@ -259,6 +264,12 @@ impl Books {
             leaves: (0..cfg.leaf_count()).map(|_| Mutex::new(None)).collect(),
             mids: (0..cfg.tops * cfg.mids).map(|_| Mutex::new(None)).collect(),
         }
+    }
+
+    fn unpaired(&self, level: usize, what: &str) {
+        self.unpaired.fetch_add(1, Ordering::Relaxed);
+        let level = ["top", "mid", "leaf"][level];
+        self.note_error(format!("a {level}: {what}"));
     }
 
     fn note_error(&self, e: String) {
@@ -504,9 +515,70 @@ fn panic_quietly(msg: &str) -> ! {
     std::panic::panic_any(format!("chaos: {msg}"))
 }
 
+/// One instance's lifecycle hooks, checked instance by instance (the
+/// level totals alone would let a double `post_stop` on one instance hide
+/// a missing one on another): `pre_start` once, then `post_stop` once,
+/// before the instance is dropped. Made by the factory, so every instance
+/// the engine creates has one.
+struct Hooks {
+    level: usize,
+    books: Arc<Books>,
+    started: bool,
+    stopped: bool,
+}
+
+impl Hooks {
+    fn new(books: &Arc<Books>, level: usize) -> Hooks {
+        books.made[level].fetch_add(1, Ordering::Relaxed);
+        Hooks {
+            level,
+            books: Arc::clone(books),
+            started: false,
+            stopped: false,
+        }
+    }
+
+    fn pre_start(&mut self) {
+        if self.started {
+            self.books
+                .unpaired(self.level, "pre_start ran twice on one instance");
+        }
+        self.started = true;
+        self.books.starts[self.level].fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn post_stop(&mut self) {
+        if !self.started {
+            self.books
+                .unpaired(self.level, "post_stop ran on an instance never started");
+        }
+        if self.stopped {
+            self.books
+                .unpaired(self.level, "post_stop ran twice on one instance");
+        }
+        self.stopped = true;
+        self.books.stops[self.level].fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+impl Drop for Hooks {
+    fn drop(&mut self) {
+        match (self.started, self.stopped) {
+            (true, true) => {}
+            (false, _) => self
+                .books
+                .unpaired(self.level, "an instance was dropped never started"),
+            (true, false) => self
+                .books
+                .unpaired(self.level, "an instance was dropped without post_stop"),
+        }
+    }
+}
+
 struct Leaf {
     slot: usize,
     books: Arc<Books>,
+    hooks: Hooks,
     /// Ids sent to itself by `tell_after`, not handled yet.
     timers: Vec<(u64, Cancellable)>,
     watching: VecDeque<ActorId>,
@@ -516,7 +588,7 @@ impl Actor for Leaf {
     type Msg = LeafMsg;
 
     fn pre_start(&mut self, ctx: &mut Context<Self>) -> Outcome {
-        self.books.starts[2].fetch_add(1, Ordering::Relaxed);
+        self.hooks.pre_start();
         *self.books.leaves[self.slot]
             .lock()
             .unwrap_or_else(|p| p.into_inner()) = Some(ctx.self_ref());
@@ -527,7 +599,7 @@ impl Actor for Leaf {
     }
 
     fn post_stop(&mut self, _ctx: &mut Context<Self>) {
-        self.books.stops[2].fetch_add(1, Ordering::Relaxed);
+        self.hooks.post_stop();
         // Timer messages not handled: cancelled now by this call, or
         // already by the stop (before `post_stop`); else delivered, and
         // then handled or dead-lettered by the mailbox.
@@ -627,14 +699,12 @@ impl Actor for Leaf {
 
 fn leaf_props(books: &Arc<Books>, slot: usize) -> Props<Leaf> {
     let books = Arc::clone(books);
-    Props::new(move || {
-        books.made[2].fetch_add(1, Ordering::Relaxed);
-        Leaf {
-            slot,
-            books: Arc::clone(&books),
-            timers: Vec::new(),
-            watching: VecDeque::new(),
-        }
+    Props::new(move || Leaf {
+        slot,
+        books: Arc::clone(&books),
+        hooks: Hooks::new(&books, 2),
+        timers: Vec::new(),
+        watching: VecDeque::new(),
     })
 }
 
@@ -661,6 +731,7 @@ struct Mid {
     index: usize,
     leaves: usize,
     books: Arc<Books>,
+    hooks: Hooks,
 }
 
 impl Mid {
@@ -678,7 +749,7 @@ impl Actor for Mid {
     type Msg = ();
 
     fn pre_start(&mut self, ctx: &mut Context<Self>) -> Outcome {
-        self.books.starts[1].fetch_add(1, Ordering::Relaxed);
+        self.hooks.pre_start();
         *self.books.mids[self.index]
             .lock()
             .unwrap_or_else(|p| p.into_inner()) = Some(ctx.self_ref());
@@ -689,7 +760,7 @@ impl Actor for Mid {
     }
 
     fn post_stop(&mut self, _ctx: &mut Context<Self>) {
-        self.books.stops[1].fetch_add(1, Ordering::Relaxed);
+        self.hooks.post_stop();
     }
 
     fn receive(&mut self, _ctx: &mut Context<Self>, _msg: ()) -> Outcome {
@@ -717,19 +788,18 @@ struct Top {
     mids: usize,
     leaves: usize,
     books: Arc<Books>,
+    hooks: Hooks,
 }
 
 impl Top {
     fn spawn_mid(&self, ctx: &mut Context<Self>, j: usize) {
         let books = Arc::clone(&self.books);
         let (index, leaves) = (self.index * self.mids + j, self.leaves);
-        let props = Props::new(move || {
-            books.made[1].fetch_add(1, Ordering::Relaxed);
-            Mid {
-                index,
-                leaves,
-                books: Arc::clone(&books),
-            }
+        let props = Props::new(move || Mid {
+            index,
+            leaves,
+            books: Arc::clone(&books),
+            hooks: Hooks::new(&books, 1),
         });
         if let Ok(mid) = ctx.spawn(props, &format!("m{j}")) {
             ctx.watch(&mid.id());
@@ -741,7 +811,7 @@ impl Actor for Top {
     type Msg = ();
 
     fn pre_start(&mut self, ctx: &mut Context<Self>) -> Outcome {
-        self.books.starts[0].fetch_add(1, Ordering::Relaxed);
+        self.hooks.pre_start();
         for j in 0..self.mids {
             self.spawn_mid(ctx, j);
         }
@@ -749,7 +819,7 @@ impl Actor for Top {
     }
 
     fn post_stop(&mut self, _ctx: &mut Context<Self>) {
-        self.books.stops[0].fetch_add(1, Ordering::Relaxed);
+        self.hooks.post_stop();
     }
 
     fn receive(&mut self, _ctx: &mut Context<Self>, _msg: ()) -> Outcome {
@@ -1046,12 +1116,15 @@ pub(crate) struct Report {
     pub(crate) escaped_panics: u64,
     /// Cells alive after termination and after the soak dropped its refs.
     pub(crate) live_cells_after: usize,
+    /// Instances whose hooks were not one `pre_start` then one `post_stop`
+    /// (read after the cells are gone, so every instance has been dropped).
+    pub(crate) unpaired: u64,
     /// RSS samples.
     pub(crate) samples: Vec<Sample>,
 }
 
-/// The allowed RSS growth between the sample at a third of the run and
-/// the last one: 10 % of the former, or 16 MiB, whichever is larger (the
+/// The allowed RSS growth between the base sample (`Report::rss_window`)
+/// and the last one: 10 % of the former, or 16 MiB, whichever is larger (the
 /// allocator's arenas and the per-thread node caches move by a few MiB
 /// with the load, a leak of one node per message grows by hundreds).
 pub(crate) fn rss_tolerance(base: u64) -> u64 {
@@ -1083,6 +1156,12 @@ impl Report {
                 ));
             }
         }
+        if self.unpaired != 0 {
+            v.push(format!(
+                "{} instances did not run one pre_start and then one post_stop",
+                self.unpaired
+            ));
+        }
         if !self.terminated_clean {
             v.push("termination did not complete cleanly".to_owned());
         }
@@ -1111,19 +1190,25 @@ impl Report {
         v
     }
 
-    /// The sample at a third of the run and the last one (None with fewer
-    /// than 3 samples).
+    /// The sample at the start of the 2nd minute (at a third of a run
+    /// shorter than 3 minutes) and the last one (None with fewer than 3
+    /// samples).
     pub(crate) fn rss_window(&self) -> Option<(Sample, Sample)> {
         if self.samples.len() < 3 {
             return None;
         }
-        // The sample nearest a third of the run (the samples fall on whole
-        // intervals; the run ends a little after its last one).
-        let third = self.elapsed.as_secs_f64() / 3.0;
+        // The window: from the start of the 2nd minute to the end,
+        // for a run of 3 minutes or more (the first minute warms up the
+        // caches: node caches, the allocator's arenas, the timer wheel);
+        // in a shorter run (CI's 60 s), from a third of the run. The
+        // sample nearest that point (samples fall on whole intervals; the
+        // run ends a little after its last one).
+        let secs = self.elapsed.as_secs_f64();
+        let from = if secs >= 180.0 { 60.0 } else { secs / 3.0 };
         let base = *self
             .samples
             .iter()
-            .min_by(|a, b| (a.at - third).abs().total_cmp(&(b.at - third).abs()))?;
+            .min_by(|a, b| (a.at - from).abs().total_cmp(&(b.at - from).abs()))?;
         let last = *self.samples.last()?;
         Some((base, last))
     }
@@ -1209,8 +1294,8 @@ impl fmt::Display for Report {
         )?;
         writeln!(
             f,
-            "  termination clean: {}; escaped panics: {}; live cells after: {}",
-            self.terminated_clean, self.escaped_panics, self.live_cells_after
+            "  termination clean: {}; escaped panics: {}; live cells after: {}; unpaired hooks: {}",
+            self.terminated_clean, self.escaped_panics, self.live_cells_after, self.unpaired
         )?;
         if !self.samples.is_empty() {
             writeln!(f)?;
@@ -1316,14 +1401,12 @@ pub(crate) fn run(cfg: Config) -> Report {
     for t in 0..cfg.tops {
         let books2 = Arc::clone(&books);
         let (mids, leaves) = (cfg.mids, cfg.leaves);
-        let props = Props::new(move || {
-            books2.made[0].fetch_add(1, Ordering::Relaxed);
-            Top {
-                index: t,
-                mids,
-                leaves,
-                books: Arc::clone(&books2),
-            }
+        let props = Props::new(move || Top {
+            index: t,
+            mids,
+            leaves,
+            books: Arc::clone(&books2),
+            hooks: Hooks::new(&books2, 0),
         });
         system.spawn(props, &format!("t{t}")).expect("spawn a top");
     }
@@ -1474,6 +1557,7 @@ pub(crate) fn run(cfg: Config) -> Report {
         terminated_clean,
         escaped_panics: system.escaped_panics(),
         live_cells_after: system.live_cells(),
+        unpaired: load(&books.unpaired),
         samples: samples.into_inner().unwrap_or_else(|e| e.into_inner()),
         config: cfg,
     }
