@@ -52,7 +52,8 @@
 //!   type, corrupt bytes, a panicking `Deserialize`) is a dead letter
 //!   there (an [`UndecodableMessage`] with the reason, counted and
 //!   published on the event stream like every dead letter); an asker
-//!   gets [`RemoteAskError::Remote`] with that reason.
+//!   (of this message, or of a reply inside it, even one decoded before
+//!   the failing part) gets [`RemoteAskError::Remote`] with that reason.
 //! * **Size is checked on the sender.** A message over the server's
 //!   `max_payload` (1 MiB by default) is refused by `tell`/`ask` with
 //!   [`RemoteError::PayloadTooLarge`]; nothing is sent (the server would

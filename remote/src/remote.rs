@@ -1163,16 +1163,12 @@ fn deliver<M>(shared: &Arc<Shared>, name: &str, actor: &ActorRef<M>, msg: Messag
 where
     M: Serialize + DeserializeOwned + Send + 'static,
 {
-    match decode::<M>(shared, &msg.payload) {
+    // An asker (the message's reply subject, and any reply decoded from
+    // it before the failure) hears the reason from `decode`.
+    match decode::<M>(shared, &msg.payload, msg.reply.as_deref()) {
         Ok(m) => actor.tell(m),
         Err(reason) => {
             tracing::warn!(name, %reason, "remote: a message could not be decoded");
-            if let Some(reply) = &msg.reply {
-                shared.send_out(Out::error(
-                    reply.to_string(),
-                    &format!("undecodable: {reason}"),
-                ));
-            }
             shared.dead_letter(
                 Some(actor.id()),
                 UndecodableMessage {
@@ -1201,7 +1197,7 @@ pub(crate) fn answer<R: DeserializeOwned>(
             other => E::Remote(other.to_owned()),
         });
     }
-    decode::<R>(shared, &msg.payload).map_err(E::Decode)
+    decode::<R>(shared, &msg.payload, None).map_err(E::Decode)
 }
 
 #[cfg(test)]
