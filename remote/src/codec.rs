@@ -427,6 +427,9 @@ fn local_pending<R: DeserializeOwned + Send + 'static>(
                 .as_ref()
                 .is_some_and(Reply::is_pending)
         })),
+        // The local asker has its own timeout; the heartbeat's sweep drops
+        // the entry once it gave up.
+        deadline: None,
     }
 }
 

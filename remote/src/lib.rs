@@ -115,6 +115,14 @@
 //! ```
 #![deny(missing_docs)]
 
+// The unit tests share the integration tests' support (a real
+// nats-server), which names this crate.
+#[cfg(test)]
+extern crate self as proscenium_remote;
+#[cfg(test)]
+#[path = "../tests/support/mod.rs"]
+mod test_support;
+
 mod codec;
 mod error;
 mod remote;

@@ -1,7 +1,7 @@
 //! [`Remote`]: one node's connection to the cluster, what it exposes, its
 //! watches, and its part in the coordinated shutdown.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex, MutexGuard};
@@ -105,8 +105,28 @@ impl Out {
 pub(crate) struct Pending {
     pub(crate) deliver: Box<dyn FnOnce(Result<Message, ()>) + Send>,
     /// For local replies: whether their asker still waits (else the
-    /// failure detector's sweep drops the entry).
+    /// heartbeat's sweep drops the entry).
     pub(crate) alive: Option<Box<dyn Fn() -> bool + Send>>,
+    /// When it is given up on (an ask's timeout, a where-request's):
+    /// removed with the entry, so an answered ask leaves nothing armed.
+    pub(crate) deadline: Option<Instant>,
+}
+
+/// The pending entries, and their deadlines in order.
+#[derive(Default)]
+struct PendingTable {
+    by_id: HashMap<u64, Pending>,
+    deadlines: BTreeSet<(Instant, u64)>,
+}
+
+impl PendingTable {
+    fn remove(&mut self, id: u64) -> Option<Pending> {
+        let pending = self.by_id.remove(&id)?;
+        if let Some(at) = pending.deadline {
+            self.deadlines.remove(&(at, id));
+        }
+        Some(pending)
+    }
 }
 
 struct Watch {
@@ -164,7 +184,10 @@ pub(crate) struct Shared {
     out: tmpsc::UnboundedSender<Out>,
     inbox: String,
     next_id: AtomicU64,
-    pending: Mutex<HashMap<u64, Pending>>,
+    pending: Mutex<PendingTable>,
+    /// Wakes `expire_pending`: an entry with an earlier deadline than
+    /// every other was added.
+    earlier_deadline: Notify,
     watches: Mutex<Watches>,
     exposed: Mutex<HashMap<String, Exposed>>,
     /// Serving tasks still running (each notifies `served` as it ends).
@@ -248,6 +271,8 @@ impl Shared {
                     let _ = tx.send(outcome.is_ok());
                 }),
                 alive: None,
+                // Bounded by its caller's `timeout`.
+                deadline: None,
             },
         );
         self.send_out(Out::publish(subject, None, Bytes::new()));
@@ -268,11 +293,26 @@ impl Shared {
     }
 
     pub(crate) fn put_pending(&self, id: u64, pending: Pending) {
-        lock(&self.pending).insert(id, pending);
+        let mut table = lock(&self.pending);
+        if let Some(at) = pending.deadline {
+            let earliest = table.deadlines.first().is_none_or(|(first, _)| at < *first);
+            table.deadlines.insert((at, id));
+            if earliest {
+                // A permit if the task is not waiting: it looks again.
+                self.earlier_deadline.notify_one();
+            }
+        }
+        table.by_id.insert(id, pending);
+    }
+
+    /// Deadlines of pending entries not yet answered or given up on.
+    #[cfg(test)]
+    pub(crate) fn deadlines_armed(&self) -> usize {
+        lock(&self.pending).deadlines.len()
     }
 
     pub(crate) fn take_pending(&self, id: u64) -> Option<Pending> {
-        lock(&self.pending).remove(&id)
+        lock(&self.pending).remove(id)
     }
 
     pub(crate) fn reply_armed(&self) {
@@ -463,7 +503,8 @@ impl Remote {
             out: out_tx,
             inbox,
             next_id: AtomicU64::new(0),
-            pending: Mutex::new(HashMap::new()),
+            pending: Mutex::new(PendingTable::default()),
+            earlier_deadline: Notify::new(),
             watches: Mutex::new(Watches::default()),
             exposed: Mutex::new(HashMap::new()),
             serving: AtomicUsize::new(0),
@@ -695,6 +736,7 @@ impl Remote {
                     located(&resolver, id, outcome);
                 }),
                 alive: None,
+                deadline: Instant::now().checked_add(shared.settings.failure_detector_timeout),
             },
         );
         shared.send_out(Out::publish(
@@ -702,13 +744,6 @@ impl Remote {
             Some(reply_subject),
             Bytes::new(),
         ));
-        let timeout = shared.settings.failure_detector_timeout;
-        self.inner.handle.spawn(async move {
-            tokio::time::sleep(timeout).await;
-            if let Some(pending) = shared.take_pending(rid) {
-                (pending.deliver)(Err(()));
-            }
-        });
         Ok(RemoteWatch {
             shared: Arc::clone(&self.inner.shared),
             id,
@@ -947,6 +982,7 @@ async fn start(shared: &Arc<Shared>, out_rx: tmpsc::UnboundedReceiver<Out>) -> R
         futures_util::stream::select(futures_util::stream::select(terminated, heartbeats), leaves),
     ));
     tokio::spawn(heartbeat(Arc::clone(shared)));
+    tokio::spawn(expire_pending(Arc::clone(shared)));
     // The control subscriptions are live once this returns.
     shared.round_trip().await
 }
@@ -1070,14 +1106,47 @@ async fn heartbeat(shared: Arc<Shared>) {
         let abandoned: Vec<Pending> = {
             let mut p = lock(&shared.pending);
             let ids: Vec<u64> = p
+                .by_id
                 .iter()
                 .filter(|(_, e)| e.alive.as_ref().is_some_and(|alive| !alive()))
                 .map(|(id, _)| *id)
                 .collect();
-            ids.iter().filter_map(|id| p.remove(id)).collect()
+            ids.iter().filter_map(|id| p.remove(*id)).collect()
         };
         for pending in abandoned {
             (pending.deliver)(Err(()));
+        }
+    }
+}
+
+/// Gives up on the pending entries whose deadline has passed (an ask's
+/// timeout, a where-request's): one task for all of them, asleep until
+/// the earliest deadline. An answered entry takes its deadline with it.
+async fn expire_pending(shared: Arc<Shared>) {
+    loop {
+        let now = Instant::now();
+        let (expired, next) = {
+            let mut table = lock(&shared.pending);
+            let mut expired = Vec::new();
+            while let Some(&(at, id)) = table.deadlines.first() {
+                if at > now {
+                    break;
+                }
+                expired.extend(table.remove(id));
+            }
+            (expired, table.deadlines.first().map(|(at, _)| *at))
+        };
+        for pending in expired {
+            (pending.deliver)(Err(()));
+        }
+        match next {
+            Some(at) => {
+                tokio::select! {
+                    () = tokio::time::sleep_until(at.into()) => {}
+                    () = shared.earlier_deadline.notified() => {}
+                }
+            }
+            None => shared.earlier_deadline.notified().await,
         }
     }
 }
@@ -1203,6 +1272,44 @@ pub(crate) fn answer<R: DeserializeOwned>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::RemoteSettings;
+
+    use crate::test_support as support;
+    use support::{require_nats, Cmd, Counter, NatsServer, GUARD};
+
+    /// Every ask's timeout used to be a tokio task sleeping for the whole
+    /// timeout, answered or not (22,000 armed at once in the benchmark).
+    /// An answered ask leaves no task and no deadline behind.
+    #[test]
+    fn an_answered_ask_leaves_no_task_or_deadline_behind() {
+        require_nats!();
+        let server = NatsServer::start();
+        let sys = support::system("u");
+        let remote =
+            Remote::connect(&sys, RemoteSettings::new(server.url(), "u", "a")).expect("connect");
+        let counter = sys.spawn(Counter::props("a"), "counter").expect("spawn");
+        remote.expose(&counter, "counter").expect("expose");
+        let counter = remote.actor_ref::<Cmd>("counter").expect("ref");
+        // One ask first: whatever starts lazily has started.
+        assert_eq!(counter.ask(Cmd::Get, GUARD).wait(), Ok(0));
+        let tasks = || remote.inner.handle.metrics().num_alive_tasks();
+        let before = tasks();
+        for _ in 0..100 {
+            assert_eq!(counter.ask(Cmd::Get, GUARD).wait(), Ok(0));
+        }
+        assert_eq!(tasks(), before, "tasks alive after 100 answered asks");
+        assert_eq!(remote.inner.shared.deadlines_armed(), 0);
+        // A timeout past the end of time is no deadline (and no overflow).
+        assert_eq!(counter.ask(Cmd::Get, Duration::MAX).wait(), Ok(0));
+        // An unanswered one still times out (and leaves nothing either).
+        let timeout = Duration::from_millis(200);
+        let held = counter.ask(Cmd::Hold, timeout).wait();
+        assert_eq!(held, Err(crate::RemoteAskError::Timeout(timeout)));
+        assert_eq!(tasks(), before);
+        assert_eq!(remote.inner.shared.deadlines_armed(), 0);
+        drop(remote);
+        assert!(sys.terminate().wait_timeout(GUARD).is_some());
+    }
 
     /// Each slow-consumer event is one message the client dropped: counted.
     /// Other events are only logged.

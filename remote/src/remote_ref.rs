@@ -7,7 +7,7 @@ use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use proscenium::{Actor, ActorRef, ActorSystem, Context, Outcome, Props, SpawnError};
 use serde::de::DeserializeOwned;
@@ -114,19 +114,16 @@ impl<M: Serialize + DeserializeOwned + Send + 'static> RemoteRef<M> {
                     let _ = tx.send(result);
                 }),
                 alive: None,
+                // Given up on by the remote's expiry task; removed with the
+                // entry when the answer comes. (A timeout past the end of
+                // time never expires.)
+                deadline: Instant::now().checked_add(timeout),
             },
         );
         let msg = make(RemoteReply::to_subject(reply_subject.clone()));
         match encode(&shared, &msg) {
             Ok(encoded) => {
                 encoded.publish(&shared, self.subject.clone(), Some(reply_subject));
-                let shared = Arc::clone(&shared);
-                self.inner.handle.spawn(async move {
-                    tokio::time::sleep(timeout).await;
-                    if let Some(pending) = shared.take_pending(id) {
-                        (pending.deliver)(Err(()));
-                    }
-                });
             }
             Err(e) => {
                 if let Some(pending) = shared.take_pending(id) {
