@@ -69,7 +69,10 @@
 //! terminates, when its node leaves, or when its node sends no heartbeat
 //! for `failure_detector_timeout` (a node publishes one every
 //! `heartbeat_interval`): a killed process or a lost network gives its
-//! watchers their Terminated within the timeout. A node restarted under
+//! watchers their Terminated `failure_detector_timeout` after the last
+//! heartbeat they heard from it, so within the timeout of its death (the
+//! watching node arms a timer per watched node at last-heard + timeout;
+//! it does not wait for a tick of its own). A node restarted under
 //! the same name is a new incarnation: the watches of the old one fire as
 //! soon as the new one is heard from.
 //!

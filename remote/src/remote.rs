@@ -138,8 +138,9 @@ struct Watch {
 }
 
 /// Learns that `inc` is `node`'s current incarnation: returns the watches
-/// located on an earlier one (those actors are gone).
-fn current_incarnation(w: &mut Watches, node: &str, inc: &str) -> Vec<Watch> {
+/// located on an earlier one (those actors are gone). A node heard from
+/// for the first time (or anew) wakes the failure detector (`heard`).
+fn current_incarnation(w: &mut Watches, node: &str, inc: &str, heard: &Notify) -> Vec<Watch> {
     match w.last_seen.get_mut(node) {
         Some((seen_inc, seen)) if seen_inc == inc => {
             *seen = Instant::now();
@@ -149,6 +150,8 @@ fn current_incarnation(w: &mut Watches, node: &str, inc: &str) -> Vec<Watch> {
     }
     w.last_seen
         .insert(node.to_owned(), (inc.to_owned(), Instant::now()));
+    // A permit if the detector is not waiting: it looks again.
+    heard.notify_one();
     let stale: Vec<u64> = w
         .by_id
         .iter()
@@ -196,6 +199,8 @@ pub(crate) struct Shared {
     /// Replies decoded on this node and not yet sent or dropped.
     open_replies: AtomicUsize,
     replies_settled: Notify,
+    /// Wakes the failure detector: a node joined `watches.last_seen`.
+    node_heard: Notify,
     /// Set once the node has left: sends fail with `Closed`.
     left: AtomicBool,
     /// Messages the NATS client dropped because an exposed name's buffer
@@ -506,6 +511,7 @@ impl Remote {
             pending: Mutex::new(PendingTable::default()),
             earlier_deadline: Notify::new(),
             watches: Mutex::new(Watches::default()),
+            node_heard: Notify::new(),
             exposed: Mutex::new(HashMap::new()),
             serving: AtomicUsize::new(0),
             served: Notify::new(),
@@ -839,7 +845,7 @@ fn located(shared: &Shared, id: u64, outcome: Result<String, TerminatedReason>) 
             Ok(answer) => {
                 // "<node> <incarnation>"
                 let (node, inc) = answer.split_once(' ').unwrap_or((answer.as_str(), ""));
-                let stale = current_incarnation(&mut w, node, inc);
+                let stale = current_incarnation(&mut w, node, inc, &shared.node_heard);
                 if let Some(watch) = w.by_id.get_mut(&id) {
                     watch.node = Some(node.to_owned());
                     watch.incarnation = Some(inc.to_owned());
@@ -982,6 +988,7 @@ async fn start(shared: &Arc<Shared>, out_rx: tmpsc::UnboundedReceiver<Out>) -> R
         futures_util::stream::select(futures_util::stream::select(terminated, heartbeats), leaves),
     ));
     tokio::spawn(heartbeat(Arc::clone(shared)));
+    tokio::spawn(failure_detector(Arc::clone(shared)));
     tokio::spawn(expire_pending(Arc::clone(shared)));
     // The control subscriptions are live once this returns.
     shared.round_trip().await
@@ -1046,7 +1053,7 @@ async fn control(
                 let stale = {
                     let mut w = lock(&shared.watches);
                     if w.last_seen.contains_key(node) {
-                        current_incarnation(&mut w, node, &inc)
+                        current_incarnation(&mut w, node, &inc, &shared.node_heard)
                     } else {
                         Vec::new()
                     }
@@ -1064,11 +1071,10 @@ async fn control(
     }
 }
 
-/// Publishes this node's heartbeat, and runs the failure detector and the
-/// sweep of abandoned local replies, every heartbeat interval.
+/// Publishes this node's heartbeat, and sweeps the entries of abandoned
+/// local replies, every heartbeat interval.
 async fn heartbeat(shared: Arc<Shared>) {
     let every = shared.settings.heartbeat_interval;
-    let timeout = shared.settings.failure_detector_timeout;
     let subject = format!(
         "{}.node.{}.hb",
         shared.settings.cluster, shared.settings.node
@@ -1084,25 +1090,6 @@ async fn heartbeat(shared: Arc<Shared>) {
                 Bytes::from(shared.inbox.clone()),
             ));
         }
-        let now = Instant::now();
-        let lost: Vec<String> = {
-            let mut w = lock(&shared.watches);
-            let lost: Vec<String> = w
-                .last_seen
-                .iter()
-                .filter(|(_, (_, seen))| now.duration_since(*seen) > timeout)
-                .map(|(n, _)| n.clone())
-                .collect();
-            for n in &lost {
-                w.last_seen.remove(n);
-            }
-            lost
-        };
-        for node in lost {
-            shared.fire_where(TerminatedReason::NodeUnreachable, |w| {
-                w.node.as_deref() == Some(node.as_str())
-            });
-        }
         let abandoned: Vec<Pending> = {
             let mut p = lock(&shared.pending);
             let ids: Vec<u64> = p
@@ -1115,6 +1102,51 @@ async fn heartbeat(shared: Arc<Shared>) {
         };
         for pending in abandoned {
             (pending.deliver)(Err(()));
+        }
+    }
+}
+
+/// The failure detector: a watched node not heard from for
+/// `failure_detector_timeout` is gone, and the watches located on it fire
+/// (`NodeUnreachable`). It sleeps until the earliest node's last-heard +
+/// timeout (a heartbeat moves that later, and it looks again then), so a
+/// node is found gone at its timeout, not at some later tick.
+async fn failure_detector(shared: Arc<Shared>) {
+    let timeout = shared.settings.failure_detector_timeout;
+    loop {
+        let now = Instant::now();
+        let (lost, next) = {
+            let mut w = lock(&shared.watches);
+            let lost: Vec<String> = w
+                .last_seen
+                .iter()
+                .filter(|(_, (_, seen))| now.saturating_duration_since(*seen) >= timeout)
+                .map(|(n, _)| n.clone())
+                .collect();
+            for n in &lost {
+                w.last_seen.remove(n);
+            }
+            let next = w
+                .last_seen
+                .values()
+                .map(|(_, seen)| *seen)
+                .min()
+                .and_then(|seen| seen.checked_add(timeout));
+            (lost, next)
+        };
+        for node in lost {
+            shared.fire_where(TerminatedReason::NodeUnreachable, |w| {
+                w.node.as_deref() == Some(node.as_str())
+            });
+        }
+        match next {
+            Some(at) => {
+                tokio::select! {
+                    () = tokio::time::sleep_until(at.into()) => {}
+                    () = shared.node_heard.notified() => {}
+                }
+            }
+            None => shared.node_heard.notified().await,
         }
     }
 }

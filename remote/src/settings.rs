@@ -44,7 +44,8 @@ pub struct RemoteSettings {
     /// How often the node publishes its heartbeat (default 1 s).
     pub heartbeat_interval: Duration,
     /// A watched node silent for this long is taken as gone: its watchers
-    /// get their Terminated (default 5 s; more than a few heartbeats).
+    /// get their Terminated this long after its last heartbeat reached
+    /// this node (default 5 s; more than a few heartbeats).
     pub failure_detector_timeout: Duration,
     /// How long `connect` tries to reach a server (default 5 s).
     pub connect_timeout: Duration,
