@@ -178,6 +178,15 @@ struct Exposed {
     single: bool,
 }
 
+/// The names this node exposes, and whether the drain has begun.
+#[derive(Default)]
+struct Exposures {
+    by_name: HashMap<String, Exposed>,
+    /// Set by `drain` when it takes the drain signals: no expose after it
+    /// (its serving task would never get a signal).
+    draining: bool,
+}
+
 /// The node's state, shared by the handles and the tasks on the runtime.
 pub(crate) struct Shared {
     pub(crate) client: async_nats::Client,
@@ -192,8 +201,10 @@ pub(crate) struct Shared {
     /// every other was added.
     earlier_deadline: Notify,
     watches: Mutex<Watches>,
-    exposed: Mutex<HashMap<String, Exposed>>,
-    /// Serving tasks still running (each notifies `served` as it ends).
+    exposed: Mutex<Exposures>,
+    /// Serving tasks still running or about to start (counted under the
+    /// `exposed` lock when the name is taken; each notifies `served` as it
+    /// ends).
     serving: AtomicUsize,
     served: Notify,
     /// Replies decoded on this node and not yet sent or dropped.
@@ -512,7 +523,7 @@ impl Remote {
             earlier_deadline: Notify::new(),
             watches: Mutex::new(Watches::default()),
             node_heard: Notify::new(),
-            exposed: Mutex::new(HashMap::new()),
+            exposed: Mutex::new(Exposures::default()),
             serving: AtomicUsize::new(0),
             served: Notify::new(),
             open_replies: AtomicUsize::new(0),
@@ -579,6 +590,12 @@ impl Remote {
     /// the name is live on this server when it returns; like every
     /// blocking call of the engine it panics on a scheduler worker (expose
     /// from the code that spawns the actor, not from inside an actor).
+    ///
+    /// Once the node is leaving (the coordinated shutdown's cluster-leave
+    /// has begun draining, see
+    /// [`add_to_coordinated_shutdown`](Self::add_to_coordinated_shutdown))
+    /// it fails with [`RemoteError::Leaving`], and once it has left with
+    /// [`RemoteError::Closed`].
     #[track_caller]
     pub fn expose<M>(&self, actor: &ActorRef<M>, name: &str) -> Result<(), RemoteError>
     where
@@ -615,16 +632,25 @@ impl Remote {
         let (drain_tx, drain_rx) = oneshot::channel();
         {
             let mut exposed = lock(&shared.exposed);
-            if exposed.contains_key(name) {
+            if exposed.draining {
+                return Err(RemoteError::Leaving);
+            }
+            if exposed.by_name.contains_key(name) {
                 return Err(RemoteError::AlreadyExposed(name.to_owned()));
             }
-            exposed.insert(
+            exposed.by_name.insert(
                 name.to_owned(),
                 Exposed {
                     drain: Some(drain_tx),
                     single: !group,
                 },
             );
+            // Counted with the name, under the lock `drain` takes its
+            // signals under: a drain that begins from here on waits for
+            // this serving task (which finds its signal sent when it
+            // starts), or for the failure below.
+            // Relaxed: `served`'s notify carries the wake-up of the waiter.
+            shared.serving.fetch_add(1, Ordering::Relaxed);
         }
         let subscribed = self.block_on({
             let shared = Arc::clone(shared);
@@ -656,12 +682,13 @@ impl Remote {
         let (messages, where_sub) = match subscribed {
             Ok(subs) => subs,
             Err(e) => {
-                lock(&shared.exposed).remove(name);
+                lock(&shared.exposed).by_name.remove(name);
+                // Relaxed: as in `serve`'s end.
+                shared.serving.fetch_sub(1, Ordering::Relaxed);
+                shared.served.notify_waiters();
                 return Err(e);
             }
         };
-        // Relaxed: `served`'s notify carries the wake-up of the waiter.
-        shared.serving.fetch_add(1, Ordering::Relaxed);
         self.inner.handle.spawn(serve(
             Arc::clone(shared),
             name.to_owned(),
@@ -760,7 +787,8 @@ impl Remote {
     ///
     /// * `cluster-leave`: drains every exposed name (NATS drain: the
     ///   server sends no more, the messages already received are told to
-    ///   their actors);
+    ///   their actors); an `expose` from then on fails with
+    ///   [`RemoteError::Leaving`];
     /// * `cluster-exiting`: announces the leave (watchers of this node's
     ///   names get their Terminated, reason `NodeLeft`) and stops the
     ///   heartbeat; sends fail with [`RemoteError::Closed`] from here on;
@@ -883,10 +911,15 @@ where
 }
 
 async fn drain(shared: Arc<Shared>) -> Result<(), String> {
-    let signals: Vec<oneshot::Sender<()>> = lock(&shared.exposed)
-        .values_mut()
-        .filter_map(|e| e.drain.take())
-        .collect();
+    let signals: Vec<oneshot::Sender<()>> = {
+        let mut exposed = lock(&shared.exposed);
+        exposed.draining = true;
+        exposed
+            .by_name
+            .values_mut()
+            .filter_map(|e| e.drain.take())
+            .collect()
+    };
     for s in signals {
         let _ = s.send(());
     }
@@ -907,6 +940,7 @@ async fn leave(shared: Arc<Shared>) -> Result<(), String> {
     // Release: pairs with `is_closed`'s Acquire.
     shared.left.store(true, Ordering::Release);
     let names: Vec<String> = lock(&shared.exposed)
+        .by_name
         .iter()
         .filter(|(_, e)| e.single)
         .map(|(n, _)| n.clone())
@@ -1245,7 +1279,7 @@ async fn serve<M>(
     drop(messages);
     drop(where_sub);
     if !draining {
-        lock(&shared.exposed).remove(&name);
+        lock(&shared.exposed).by_name.remove(&name);
     }
     // Relaxed: the notify below carries the wake-up; `drain` re-reads
     // after registering.
@@ -1305,9 +1339,51 @@ pub(crate) fn answer<R: DeserializeOwned>(
 mod tests {
     use super::*;
     use crate::RemoteSettings;
+    use std::future::Future;
 
     use crate::test_support as support;
     use support::{require_nats, Cmd, Counter, NatsServer, GUARD};
+
+    /// An expose that runs while the drain (cluster-leave) waits for the
+    /// names being served is refused: its serving task would never get
+    /// the drain's signal, and the drain would wait for it until its
+    /// phase times out.
+    #[test]
+    fn an_expose_while_the_drain_runs_is_refused() {
+        require_nats!();
+        let server = NatsServer::start();
+        let sys = support::system("d");
+        let remote =
+            Remote::connect(&sys, RemoteSettings::new(server.url(), "d", "a")).expect("connect");
+        let counter = sys.spawn(Counter::props("a"), "counter").expect("spawn");
+        remote.expose(&counter, "counter").expect("expose");
+        let shared = Arc::clone(&remote.inner.shared);
+        // Stands for a name whose serving task has not ended yet (a
+        // backlog to tell): the drain waits for it.
+        shared.serving.fetch_add(1, Ordering::Relaxed);
+        let mut draining = Box::pin(drain(Arc::clone(&shared)));
+        // Polled once: the drain has begun (signals sent) and waits.
+        let first = remote.inner.handle.block_on(std::future::poll_fn(|cx| {
+            std::task::Poll::Ready(draining.as_mut().poll(cx).is_pending())
+        }));
+        assert!(first, "the drain waits for the stand-in");
+        let late = sys.spawn(Counter::props("a"), "late").expect("spawn");
+        assert_eq!(remote.expose(&late, "late"), Err(RemoteError::Leaving));
+        assert_eq!(
+            remote.expose_group(&late, "late"),
+            Err(RemoteError::Leaving)
+        );
+        // The stand-in ends: so does the drain (nothing else to wait for).
+        shared.serving.fetch_sub(1, Ordering::Relaxed);
+        shared.served.notify_waiters();
+        let drained = remote
+            .inner
+            .handle
+            .block_on(async { tokio::time::timeout(GUARD, draining).await });
+        assert_eq!(drained, Ok(Ok(())), "the drain ends");
+        drop(remote);
+        assert!(sys.terminate().wait_timeout(GUARD).is_some());
+    }
 
     /// Every ask's timeout used to be a tokio task sleeping for the whole
     /// timeout, answered or not (22,000 armed at once in the benchmark).
