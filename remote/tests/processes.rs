@@ -96,17 +96,35 @@ impl Node {
     }
 
     /// The next stdout line starting with `prefix` (others are skipped).
+    /// Panics with the node's `error ...` line as soon as it prints one,
+    /// or with its stderr if no such line comes.
     fn expect_line(&mut self, prefix: &str) -> String {
+        self.next_line(prefix).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// The next stdout line starting with `prefix`; `Err` with what
+    /// happened instead: the node's `error ...` line (at once), or its exit
+    /// or the guard passing, with its stderr.
+    fn next_line(&mut self, prefix: &str) -> Result<String, String> {
         let deadline = Instant::now() + GUARD;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.lines.recv_timeout(left) {
-                Ok(line) if line.starts_with(prefix) => return line,
+                Ok(line) if line.starts_with(prefix) => return Ok(line),
+                Ok(line) if line.starts_with("error") => {
+                    return Err(format!("waiting for {prefix:?}, the node said: {line}"));
+                }
                 Ok(_) => continue,
-                Err(_) => panic!(
-                    "no line starting with {prefix:?}; stderr:\n{}",
-                    self.stderr.lock().unwrap_or_else(|e| e.into_inner())
-                ),
+                Err(e) => {
+                    let why = match e {
+                        mpsc::RecvTimeoutError::Timeout => format!("not within {GUARD:?}"),
+                        mpsc::RecvTimeoutError::Disconnected => "the node exited".to_owned(),
+                    };
+                    return Err(format!(
+                        "no line starting with {prefix:?} ({why}); stderr:\n{}",
+                        self.stderr()
+                    ));
+                }
             }
         }
     }
@@ -164,6 +182,31 @@ fn two_processes_tell_and_ask_each_other() {
     assert_eq!(a.expect_line("terminated"), "terminated clean=true");
     assert_eq!(b.expect_line("terminated"), "terminated clean=true");
     assert!(a.wait_exit() && b.wait_exit());
+}
+
+/// A `talk` that cannot reach its peer says what happened, and the test
+/// hears it at once (not a "no line" after the guard).
+#[test]
+fn a_talk_to_a_missing_peer_says_what_happened() {
+    require_nats!();
+    let server = NatsServer::start();
+    let mut a = Node::start(&server.url(), "a", None);
+    a.send("talk nobody 300");
+    let err = a
+        .next_line("got")
+        .expect_err("nobody serves counter-nobody");
+    assert!(
+        err.contains("error talk nobody: no node serves `counter-nobody`")
+            && err.contains("found no responders")
+            && err.contains("cluster p"),
+        "{err}"
+    );
+    // The node still works.
+    let _b = Node::start(&server.url(), "b", None);
+    a.send("talk b");
+    assert_eq!(a.expect_line("got"), "got 100");
+    a.send("exit");
+    assert!(a.wait_exit());
 }
 
 #[test]

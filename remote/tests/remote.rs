@@ -647,3 +647,41 @@ fn a_forwarded_reply_whose_message_cannot_be_sent_fails_the_asker_at_once() {
     assert_eq!(ask.wait(), Err(RemoteAskError::NoReply));
     p.finish();
 }
+
+/// The tests' convention for the programs they drive: with
+/// `PROSCENIUM_REQUIRE_PROGRAMS=1` (CI) a missing nats-server fails the
+/// test and names it; without, the test is skipped and says so where it
+/// shows (not in the captured output of a passing test). Runs one test of
+/// this binary in a child process with `NATS_SERVER` pointing nowhere.
+#[test]
+fn a_missing_nats_server_fails_when_programs_are_required_and_skips_otherwise() {
+    let run = |required: bool| {
+        let mut cmd = std::process::Command::new(std::env::current_exe().expect("test binary"));
+        cmd.args(["--exact", "connect_errors_are_typed", "--test-threads=1"])
+            .env("NATS_SERVER", "/nonexistent/nats-server");
+        if required {
+            cmd.env("PROSCENIUM_REQUIRE_PROGRAMS", "1");
+        } else {
+            cmd.env_remove("PROSCENIUM_REQUIRE_PROGRAMS");
+        }
+        let out = cmd.output().expect("run the test binary");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.success(), text)
+    };
+    let (passed, text) = run(true);
+    assert!(!passed, "required and missing must fail:\n{text}");
+    assert!(
+        text.contains("nats-server is not installed") && text.contains("1 failed"),
+        "{text}"
+    );
+    let (passed, text) = run(false);
+    assert!(passed, "not required: skipped, not failed:\n{text}");
+    assert!(
+        text.contains("SKIPPED: nats-server is not installed"),
+        "the skip says so:\n{text}"
+    );
+}
