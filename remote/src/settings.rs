@@ -325,6 +325,35 @@ mod tests {
         assert_eq!(key_of(err), "remote");
     }
 
+    /// The README's `[remote]` example ("More than one machine") parses
+    /// and shows every key.
+    #[test]
+    fn the_readme_example_parses_and_shows_every_key() {
+        let readme = include_str!("../../README.md");
+        let block = readme
+            .split("```toml\n")
+            .skip(1)
+            .filter_map(|rest| rest.split("```").next())
+            .find(|b| b.starts_with("[remote]"))
+            .expect("a ```toml block with [remote] in the README");
+        let s = RemoteSettings::from_toml_str(block).expect("the README's example is valid");
+        assert_eq!(s.cluster, "shop");
+        for key in [
+            "servers",
+            "cluster",
+            "node",
+            "heartbeat-interval",
+            "failure-detector-timeout",
+            "connect-timeout",
+            "subscription-capacity",
+        ] {
+            assert!(
+                block.lines().any(|l| l.starts_with(&format!("{key} ="))),
+                "the README's [remote] example does not show `{key}`"
+            );
+        }
+    }
+
     /// Code and TOML refuse the same settings, naming the same key: a
     /// setting rejected in one is rejected in the other.
     #[test]
