@@ -793,7 +793,11 @@ impl Remote {
     ///   names get their Terminated, reason `NodeLeft`) and stops the
     ///   heartbeat; sends fail with [`RemoteError::Closed`] from here on;
     /// * `cluster-shutdown`: waits until every request received has been
-    ///   answered (or dropped), flushes, and closes the connection.
+    ///   answered (or dropped), flushes, and closes the connection. The
+    ///   wait for answers ends early enough to close in order within the
+    ///   phase's timeout (a quarter of it, at most 1 s, is kept for that):
+    ///   a reply an actor holds past then is left to its asker's timeout
+    ///   (logged as a warning).
     ///
     /// Each within its phase's timeout.
     pub fn add_to_coordinated_shutdown(&self) -> Result<(), proscenium::AddTaskError> {
@@ -807,8 +811,12 @@ impl Remote {
             on_runtime(handle, leave(shared))
         })?;
         let (shared, handle) = (Arc::clone(&self.inner.shared), self.inner.handle.clone());
+        let budget = cs
+            .config()
+            .phase_timeout(Phase::CLUSTER_SHUTDOWN)
+            .map(reply_wait_budget);
         cs.add_task(Phase::CLUSTER_SHUTDOWN, "remote-close", move || {
-            on_runtime(handle, close(shared))
+            on_runtime(handle, close(shared, budget))
         })?;
         Ok(())
     }
@@ -963,14 +971,41 @@ async fn leave(shared: Arc<Shared>) -> Result<(), String> {
     Ok(())
 }
 
-async fn close(shared: Arc<Shared>) -> Result<(), String> {
-    loop {
-        let notified = shared.replies_settled.notified();
-        // Acquire: pairs with `reply_settled`'s AcqRel decrement.
-        if shared.open_replies.load(Ordering::Acquire) == 0 {
-            break;
+/// How long `close` waits for open replies within a cluster-shutdown phase
+/// of `timeout`: what is left after keeping a quarter of it, at most 1 s,
+/// for the flush and the drain of the connection (a round trip each on a
+/// healthy connection: milliseconds; the rest is room for a loaded machine).
+fn reply_wait_budget(timeout: Duration) -> Duration {
+    timeout - (timeout / 4).min(Duration::from_secs(1))
+}
+
+async fn close(shared: Arc<Shared>, budget: Option<Duration>) -> Result<(), String> {
+    let wait_for_replies = async {
+        loop {
+            let notified = shared.replies_settled.notified();
+            // Acquire: pairs with `reply_settled`'s AcqRel decrement.
+            if shared.open_replies.load(Ordering::Acquire) == 0 {
+                break;
+            }
+            notified.await;
         }
-        notified.await;
+    };
+    match budget {
+        Some(budget) => {
+            if tokio::time::timeout(budget, wait_for_replies)
+                .await
+                .is_err()
+            {
+                tracing::warn!(
+                    node = %shared.settings.node,
+                    // Relaxed: a number for the log line.
+                    open = shared.open_replies.load(Ordering::Relaxed),
+                    "remote: closing with replies still unanswered after {budget:?} \
+                     (their askers get their timeout)"
+                );
+            }
+        }
+        None => wait_for_replies.await,
     }
     flush(&shared).await;
     shared.client.drain().await.map_err(|e| e.to_string())?;
@@ -1421,6 +1456,21 @@ mod tests {
 
     /// Each slow-consumer event is one message the client dropped: counted.
     /// Other events are only logged.
+    #[test]
+    fn the_reply_wait_leaves_time_to_close() {
+        let ms = Duration::from_millis;
+        assert_eq!(reply_wait_budget(ms(2000)), ms(1500));
+        assert_eq!(
+            reply_wait_budget(Duration::from_secs(5)),
+            Duration::from_secs(4)
+        );
+        assert_eq!(
+            reply_wait_budget(Duration::from_secs(60)),
+            Duration::from_secs(59)
+        );
+        assert_eq!(reply_wait_budget(Duration::ZERO), Duration::ZERO);
+    }
+
     #[test]
     fn slow_consumer_events_are_counted_and_nothing_else() {
         let drops = AtomicU64::new(0);

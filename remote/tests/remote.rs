@@ -685,3 +685,45 @@ fn a_missing_nats_server_fails_when_programs_are_required_and_skips_otherwise() 
         "the skip says so:\n{text}"
     );
 }
+
+/// A reply its actor holds forever cannot be waited for forever: the
+/// close in cluster-shutdown waits for open replies only while its phase
+/// leaves time to flush and close the connection, then closes in order
+/// (the asker gets its own timeout) instead of timing the phase out.
+#[test]
+fn a_reply_held_forever_does_not_time_the_close_out() {
+    require_nats!();
+    let server = NatsServer::start();
+    let sys_a = ActorSystem::builder()
+        .name("a")
+        .workers(2)
+        .pin_workers(false)
+        .from_toml_str(
+            "[coordinated-shutdown]\nrun-by-signals = \"off\"\n\
+             [coordinated-shutdown.phases.cluster-shutdown]\ntimeout = \"2 s\"",
+        )
+        .expect("valid toml")
+        .build()
+        .expect("system");
+    let sys_b = system("b");
+    let a = Remote::connect(&sys_a, settings(&server, "a")).expect("connect a");
+    let b = Remote::connect(&sys_b, settings(&server, "b")).expect("connect b");
+    a.add_to_coordinated_shutdown().expect("tasks");
+    let counter = sys_a.spawn(Counter::props("a"), "counter").expect("spawn");
+    a.expose(&counter, "counter").expect("expose");
+    let counter = b.actor_ref::<Cmd>("counter").expect("ref");
+    let held = counter.ask(Cmd::Hold, GUARD);
+    // Handled after the Hold (same sender): the reply is held now.
+    assert_eq!(counter.ask(Cmd::Get, GUARD).wait(), Ok(0));
+    assert!(sys_a.terminate().wait_timeout(GUARD).is_some());
+    let state = sys_a.coordinated_shutdown().state();
+    let close = state
+        .tasks
+        .iter()
+        .find(|t| t.name == "remote-close")
+        .expect("remote-close");
+    assert_eq!(close.state, proscenium::TaskState::Done, "{close:?}");
+    drop(held);
+    drop((a, b));
+    assert!(sys_b.terminate().wait_timeout(GUARD).is_some());
+}
