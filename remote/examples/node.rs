@@ -10,8 +10,10 @@
 //! shutdown (SIGTERM or Ctrl-C leaves the cluster in order), prints
 //! `ready`, then reads commands on stdin, one a line:
 //!
-//! * `talk <peer>`: waits until `counter-<peer>` answers, tells it
-//!   `Add(1)` 100 times, asks for its count and prints `got <n>`;
+//! * `talk <peer> [patience-ms]`: waits until `counter-<peer>` answers
+//!   (asking again while no node serves it, for up to `patience-ms`,
+//!   10 000 by default), tells it `Add(1)` 100 times, asks for its count
+//!   and prints `got <n>`, or `error talk <peer>: <what happened>`;
 //! * `exit`: runs the coordinated shutdown.
 //!
 //! Messages: `Add(u64)`, `Get(reply)`, and `Slow(ms, reply)`, which prints
@@ -19,7 +21,7 @@
 //! Arguments: `<nats-url> <cluster> <node> [heartbeat-ms failure-detector-ms]`.
 
 use std::io::{BufRead, Write};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use proscenium::prelude::*;
 use proscenium_remote::{Remote, RemoteAskError, RemoteReply, RemoteSettings};
@@ -93,10 +95,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             for line in std::io::stdin().lock().lines().map_while(Result::ok) {
                 let words: Vec<&str> = line.split_whitespace().collect();
                 match words.as_slice() {
-                    ["talk", peer] => match talk(&remote, peer) {
-                        Ok(n) => say(&format!("got {n}")),
-                        Err(e) => say(&format!("error {e}")),
-                    },
+                    ["talk", peer, patience @ ..] if patience.len() <= 1 => {
+                        let patience = match patience.first().map(|p| p.parse::<u64>()) {
+                            None => Ok(Duration::from_secs(10)),
+                            Some(Ok(ms)) => Ok(Duration::from_millis(ms)),
+                            Some(Err(e)) => Err(format!("patience `{}`: {e}", patience[0])),
+                        };
+                        match patience.and_then(|p| talk(&remote, peer, p)) {
+                            Ok(n) => say(&format!("got {n}")),
+                            Err(e) => say(&format!("error talk {peer}: {e}")),
+                        }
+                    }
                     ["exit"] => {
                         drop(system.terminate());
                         break;
@@ -113,24 +122,43 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-fn talk(remote: &Remote, peer: &str) -> Result<u64, Box<dyn std::error::Error>> {
-    let peer = remote.actor_ref::<Cmd>(&format!("counter-{peer}"))?;
-    // Wait until the peer's name is visible from here (across a NATS
-    // cluster the subscription reaches the other servers shortly after
-    // the expose): a no-responders answer comes back at once.
-    let mut tries = 0;
+fn talk(remote: &Remote, peer: &str, patience: Duration) -> Result<u64, String> {
+    let name = format!("counter-{peer}");
+    let counter = remote
+        .actor_ref::<Cmd>(&name)
+        .map_err(|e| format!("`{name}`: {e}"))?;
+    let ask = |what: &str| {
+        let n = counter.ask(Cmd::Get, Duration::from_secs(10)).wait();
+        n.map_err(|e| format!("{what} to `{name}` failed: {e}"))
+    };
+    // Wait until the peer's name is visible from here: across a NATS
+    // cluster the subscription reaches the other servers shortly after the
+    // expose, and until then an ask finds no responders, at once. Nothing
+    // announces that moment, so ask again after a short pause.
+    let started = Instant::now();
+    let mut asks = 0;
     loop {
-        match peer.ask(Cmd::Get, Duration::from_secs(10)).wait() {
+        asks += 1;
+        match counter.ask(Cmd::Get, Duration::from_secs(10)).wait() {
             Ok(_) => break,
-            Err(RemoteAskError::NoResponders(_)) if tries < 200 => {
-                tries += 1;
+            Err(RemoteAskError::NoResponders(_)) if started.elapsed() < patience => {
                 std::thread::sleep(Duration::from_millis(50));
             }
-            Err(e) => return Err(e.into()),
+            Err(RemoteAskError::NoResponders(_)) => {
+                return Err(format!(
+                    "no node serves `{name}`: {asks} asks over {:?} found no responders (is \
+                     node {peer} running, in cluster {}, on this NATS server or one routed to it?)",
+                    started.elapsed(),
+                    remote.settings().cluster,
+                ));
+            }
+            Err(e) => return Err(format!("the first ask to `{name}` failed: {e}")),
         }
     }
-    for _ in 0..100 {
-        peer.tell(Cmd::Add(1))?;
+    for i in 0..100 {
+        counter
+            .tell(Cmd::Add(1))
+            .map_err(|e| format!("tell {i} of 100 to `{name}` failed: {e}"))?;
     }
-    Ok(peer.ask(Cmd::Get, Duration::from_secs(10)).wait()?)
+    ask("the count ask")
 }

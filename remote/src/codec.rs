@@ -21,7 +21,7 @@ use crate::remote::{Out, Pending, Shared, ERROR_HEADER};
 
 thread_local! {
     static ENCODING: RefCell<Option<EncodeCtx>> = const { RefCell::new(None) };
-    static DECODING: RefCell<Option<Arc<Shared>>> = const { RefCell::new(None) };
+    static DECODING: RefCell<Option<DecodeCtx>> = const { RefCell::new(None) };
 }
 
 struct EncodeCtx {
@@ -29,59 +29,163 @@ struct EncodeCtx {
     /// Pending entries registered for local replies during this encode
     /// (removed again if the encode fails).
     registered: Vec<u64>,
+    /// Replies decoded on some node of this process and forwarded in this
+    /// message: their duty to answer goes with the message once it is
+    /// queued, and is dropped (the asker told `NoReply`) if it is not.
+    forwarded: Vec<(Arc<Shared>, String)>,
+}
+
+struct DecodeCtx {
+    shared: Arc<Shared>,
+    /// The reply subjects of replies decoded and then dropped during this
+    /// decode (a later field failed, or a `Deserialize` impl threw one
+    /// away): `decode` answers them once it knows the outcome.
+    discarded: Vec<String>,
+}
+
+/// An encoded message, ready to publish: [`publish`](Self::publish) it.
+/// Dropped unpublished, the replies forwarded in it are dropped (their
+/// askers get `NoReply`).
+pub(crate) struct Encoded {
+    payload: Bytes,
+    /// The pending entries of the local replies inside.
+    pub(crate) registered: Vec<u64>,
+    forwarded: Vec<(Arc<Shared>, String)>,
+}
+
+impl Encoded {
+    /// The reply subject of the first local reply inside, if any (the NATS
+    /// reply subject of a tell, so that no-responders reaches it).
+    pub(crate) fn first_reply_subject(&self, shared: &Shared) -> Option<String> {
+        self.registered
+            .first()
+            .map(|id| shared.reply_subject_of(*id))
+    }
+
+    /// Queues the message on `subject` (in order with everything else the
+    /// node sends); the replies forwarded in it are settled here: their
+    /// answer now comes from the receiver.
+    pub(crate) fn publish(mut self, shared: &Shared, subject: String, reply: Option<String>) {
+        shared.send_out(Out::publish(
+            subject,
+            reply,
+            std::mem::take(&mut self.payload),
+        ));
+        for (owner, _) in std::mem::take(&mut self.forwarded) {
+            owner.reply_settled();
+        }
+    }
+}
+
+impl Drop for Encoded {
+    fn drop(&mut self) {
+        drop_forwarded(std::mem::take(&mut self.forwarded));
+    }
+}
+
+/// Replies disarmed for a message that is not sent: their askers hear
+/// "dropped" (`NoReply`) at once, as for any reply dropped unsent.
+fn drop_forwarded(forwarded: Vec<(Arc<Shared>, String)>) {
+    for (owner, subject) in forwarded {
+        owner.send_out(Out::error(subject, "dropped"));
+        owner.reply_settled();
+    }
 }
 
 /// Encodes `value` for `shared`'s connection: postcard, then the size
 /// check against the server's max payload. Local replies inside are
-/// registered (and unregistered on failure). Returns the bytes and the
-/// reply subject of the first reply inside, if any (the NATS reply
-/// subject of the publish, so that no-responders reaches it).
+/// registered (and unregistered on failure); replies forwarded inside are
+/// handed to the message only when it is published (on failure their
+/// askers get `NoReply` at once).
 pub(crate) fn encode<T: Serialize>(
     shared: &Arc<Shared>,
     value: &T,
-) -> Result<(Bytes, Vec<u64>), RemoteError> {
+) -> Result<Encoded, RemoteError> {
     let previous = ENCODING.with(|c| {
         c.borrow_mut().replace(EncodeCtx {
             shared: Arc::clone(shared),
             registered: Vec::new(),
+            forwarded: Vec::new(),
         })
     });
     let result = postcard::to_stdvec(value);
     let ctx = ENCODING.with(|c| std::mem::replace(&mut *c.borrow_mut(), previous));
-    let registered = ctx.map(|c| c.registered).unwrap_or_default();
-    let fail = |e: RemoteError| {
-        for id in &registered {
-            shared.take_pending(*id);
-        }
-        Err(e)
-    };
-    let bytes = match result {
-        Ok(bytes) => bytes,
-        Err(e) => return fail(RemoteError::Encode(e.to_string())),
-    };
+    let (registered, forwarded) = ctx.map(|c| (c.registered, c.forwarded)).unwrap_or_default();
     let max = shared.max_payload();
-    if bytes.len() > max {
-        return fail(RemoteError::PayloadTooLarge {
+    let checked = match result {
+        Ok(bytes) if bytes.len() > max => Err(RemoteError::PayloadTooLarge {
             size: bytes.len(),
             max,
-        });
+        }),
+        Ok(bytes) => Ok(bytes),
+        Err(e) => Err(RemoteError::Encode(e.to_string())),
+    };
+    match checked {
+        Ok(bytes) => Ok(Encoded {
+            payload: Bytes::from(bytes),
+            registered,
+            forwarded,
+        }),
+        Err(e) => {
+            for id in &registered {
+                shared.take_pending(*id);
+            }
+            drop_forwarded(forwarded);
+            Err(e)
+        }
     }
-    Ok((Bytes::from(bytes), registered))
 }
 
 /// Decodes `bytes` as a `T` on `shared`'s node (replies inside answer
 /// through it). A panic in a `Deserialize` impl is an error too.
-pub(crate) fn decode<T: DeserializeOwned>(shared: &Arc<Shared>, bytes: &[u8]) -> Result<T, String> {
-    let previous = DECODING.with(|c| c.borrow_mut().replace(Arc::clone(shared)));
+///
+/// If the decode fails after a reply inside was decoded, that reply's
+/// asker gets the reason (`undecodable: ...`, a
+/// [`RemoteAskError::Remote`](crate::RemoteAskError::Remote)), as does
+/// `reply` (the NATS reply subject of the message, if any): never the
+/// partly decoded reply's "dropped".
+pub(crate) fn decode<T: DeserializeOwned>(
+    shared: &Arc<Shared>,
+    bytes: &[u8],
+    reply: Option<&str>,
+) -> Result<T, String> {
+    let previous = DECODING.with(|c| {
+        c.borrow_mut().replace(DecodeCtx {
+            shared: Arc::clone(shared),
+            discarded: Vec::new(),
+        })
+    });
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         postcard::from_bytes::<T>(bytes)
     }));
-    DECODING.with(|c| *c.borrow_mut() = previous);
-    match result {
+    let ctx = DECODING.with(|c| std::mem::replace(&mut *c.borrow_mut(), previous));
+    let discarded = ctx.map(|c| c.discarded).unwrap_or_default();
+    let result = match result {
         Ok(Ok(value)) => Ok(value),
         Ok(Err(e)) => Err(e.to_string()),
         Err(_) => Err("the message's Deserialize panicked".to_owned()),
+    };
+    match &result {
+        // A `Deserialize` impl threw a reply away: dropped, as usual.
+        Ok(_) => {
+            for subject in &discarded {
+                shared.send_out(Out::error(subject.clone(), "dropped"));
+            }
+        }
+        Err(reason) => {
+            let why = format!("undecodable: {reason}");
+            for subject in &discarded {
+                shared.send_out(Out::error(subject.clone(), &why));
+            }
+            if let Some(reply) = reply.filter(|r| !discarded.iter().any(|d| d == r)) {
+                shared.send_out(Out::error(reply.to_owned(), &why));
+            }
+        }
     }
+    for _ in &discarded {
+        shared.reply_settled();
+    }
+    result
 }
 
 /// The reply half of a remote ask: put it in the request message (it is
@@ -98,6 +202,11 @@ pub(crate) fn decode<T: DeserializeOwned>(shared: &Arc<Shared>, bytes: &[u8]) ->
 /// [`RemoteAskError::NoReply`](crate::RemoteAskError::NoReply) at once.
 /// Put inside another message and sent on (to an actor on any node), the
 /// duty to answer goes with it: the receiver answers the original asker.
+/// If that message cannot be sent (over the max payload, an encode
+/// error), the reply is dropped with it: `NoReply` at once. If it reaches
+/// a node that cannot decode it, the asker gets
+/// [`RemoteAskError::Remote`](crate::RemoteAskError::Remote) with the
+/// reason.
 pub struct RemoteReply<R: Send + 'static> {
     inner: Inner<R>,
 }
@@ -144,7 +253,7 @@ impl<R: Serialize + Send + 'static> RemoteReply<R> {
                 // Relaxed: only this value (one owner) writes and reads it.
             } if armed.load(Ordering::Relaxed) => {
                 match encode(&shared, &value) {
-                    Ok((payload, _)) => shared.send_out(Out::publish(subject, None, payload)),
+                    Ok(encoded) => encoded.publish(&shared, subject, None),
                     Err(e) => shared.send_out(Out::error(subject, &e.to_string())),
                 }
                 shared.reply_settled();
@@ -189,15 +298,38 @@ impl<R: Send + 'static> Drop for RemoteReply<R> {
             subject,
             shared: Some(shared),
             armed,
-        } = &self.inner
+        } = &mut self.inner
         {
+            // Relaxed: only this value (one owner) writes and reads it.
             if !armed.load(Ordering::Relaxed) {
                 return;
             }
-            shared.send_out(Out::error(subject.clone(), "dropped"));
+            // Dropped inside the decode that made it (a later field
+            // failed): the decode tells the asker why, once it knows.
+            let subject = std::mem::take(subject);
+            let Some(subject) = hand_to_decode(shared, subject) else {
+                return;
+            };
+            shared.send_out(Out::error(subject, "dropped"));
             shared.reply_settled();
         }
     }
+}
+
+/// Hands a reply dropped during a decode on its node to that decode
+/// (`None`); outside one, gives the subject back.
+fn hand_to_decode(shared: &Arc<Shared>, subject: String) -> Option<String> {
+    let mut subject = Some(subject);
+    // `try_with`: a reply dropped while the thread's locals are torn down
+    // is dropped as usual.
+    let _ = DECODING.try_with(|c| {
+        if let Ok(mut ctx) = c.try_borrow_mut() {
+            if let Some(ctx) = ctx.as_mut().filter(|ctx| Arc::ptr_eq(&ctx.shared, shared)) {
+                ctx.discarded.extend(subject.take());
+            }
+        }
+    });
+    subject
 }
 
 impl<R: Send + 'static> fmt::Debug for RemoteReply<R> {
@@ -220,13 +352,21 @@ impl<R: DeserializeOwned + Send + 'static> Serialize for RemoteReply<R> {
                 shared,
                 armed,
             } => {
-                // Forwarded in a message: the receiver answers now, and
-                // this copy's drop must not tell the asker "dropped".
-                // Relaxed: the flag is only read by this value's own drop.
-                if armed.swap(false, Ordering::Relaxed) {
-                    if let Some(shared) = shared {
-                        shared.reply_settled();
-                    }
+                // Forwarded in a message this node encodes: the duty to
+                // answer goes with the message (its encode settles it
+                // once the message is queued, or tells the asker
+                // "dropped" if it cannot be sent), and this copy's drop
+                // must not tell the asker "dropped". Serialized by anyone
+                // else (a log, say), it stays armed here.
+                if let Some(shared) = shared {
+                    ENCODING.with(|c| {
+                        if let Some(ctx) = c.borrow_mut().as_mut() {
+                            // Relaxed: the flag is only read by this value's own drop.
+                            if armed.swap(false, Ordering::Relaxed) {
+                                ctx.forwarded.push((Arc::clone(shared), subject.clone()));
+                            }
+                        }
+                    });
                 }
                 serializer.serialize_str(subject)
             }
@@ -273,7 +413,7 @@ fn local_pending<R: DeserializeOwned + Send + 'static>(
                         .and_then(|h| h.get(ERROR_HEADER))
                         .is_none()
                 {
-                    match decode::<R>(&shared, &msg.payload) {
+                    match decode::<R>(&shared, &msg.payload, None) {
                         Ok(value) => reply.send(value),
                         Err(reason) => tracing::warn!(%reason, "a reply could not be decoded"),
                     }
@@ -287,6 +427,9 @@ fn local_pending<R: DeserializeOwned + Send + 'static>(
                 .as_ref()
                 .is_some_and(Reply::is_pending)
         })),
+        // The local asker has its own timeout; the heartbeat's sweep drops
+        // the entry once it gave up.
+        deadline: None,
     }
 }
 
@@ -294,9 +437,11 @@ impl<'de, R: Send + 'static> Deserialize<'de> for RemoteReply<R> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         use serde::de::Error;
         let subject = String::deserialize(deserializer)?;
-        let shared = DECODING.with(|c| c.borrow().clone()).ok_or_else(|| {
-            D::Error::custom("a RemoteReply can only be decoded by proscenium-remote")
-        })?;
+        let shared = DECODING
+            .with(|c| c.borrow().as_ref().map(|ctx| Arc::clone(&ctx.shared)))
+            .ok_or_else(|| {
+                D::Error::custom("a RemoteReply can only be decoded by proscenium-remote")
+            })?;
         shared.reply_armed();
         Ok(RemoteReply {
             inner: Inner::Remote {

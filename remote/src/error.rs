@@ -51,6 +51,11 @@ pub enum RemoteError {
     /// connection is closed.
     #[error("the remote is closed")]
     Closed,
+    /// The node is leaving the cluster: the coordinated shutdown's
+    /// cluster-leave phase is draining its exposed names, and nothing new
+    /// is exposed from then on.
+    #[error("the node is leaving the cluster (its exposed names are draining)")]
+    Leaving,
     /// The NATS client failed (subscribing).
     #[error("NATS: {0}")]
     Nats(String),

@@ -52,7 +52,8 @@
 //!   type, corrupt bytes, a panicking `Deserialize`) is a dead letter
 //!   there (an [`UndecodableMessage`] with the reason, counted and
 //!   published on the event stream like every dead letter); an asker
-//!   gets [`RemoteAskError::Remote`] with that reason.
+//!   (of this message, or of a reply inside it, even one decoded before
+//!   the failing part) gets [`RemoteAskError::Remote`] with that reason.
 //! * **Size is checked on the sender.** A message over the server's
 //!   `max_payload` (1 MiB by default) is refused by `tell`/`ask` with
 //!   [`RemoteError::PayloadTooLarge`]; nothing is sent (the server would
@@ -68,7 +69,10 @@
 //! terminates, when its node leaves, or when its node sends no heartbeat
 //! for `failure_detector_timeout` (a node publishes one every
 //! `heartbeat_interval`): a killed process or a lost network gives its
-//! watchers their Terminated within the timeout. A node restarted under
+//! watchers their Terminated `failure_detector_timeout` after the last
+//! heartbeat they heard from it, so within the timeout of its death (the
+//! watching node arms a timer per watched node at last-heard + timeout;
+//! it does not wait for a tick of its own). A node restarted under
 //! the same name is a new incarnation: the watches of the old one fire as
 //! soon as the new one is heard from.
 //!
@@ -113,6 +117,14 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 #![deny(missing_docs)]
+
+// The unit tests share the integration tests' support (a real
+// nats-server), which names this crate.
+#[cfg(test)]
+extern crate self as proscenium_remote;
+#[cfg(test)]
+#[path = "../tests/support/mod.rs"]
+mod test_support;
 
 mod codec;
 mod error;

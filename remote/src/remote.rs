@@ -1,7 +1,7 @@
 //! [`Remote`]: one node's connection to the cluster, what it exposes, its
 //! watches, and its part in the coordinated shutdown.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex, MutexGuard};
@@ -105,8 +105,28 @@ impl Out {
 pub(crate) struct Pending {
     pub(crate) deliver: Box<dyn FnOnce(Result<Message, ()>) + Send>,
     /// For local replies: whether their asker still waits (else the
-    /// failure detector's sweep drops the entry).
+    /// heartbeat's sweep drops the entry).
     pub(crate) alive: Option<Box<dyn Fn() -> bool + Send>>,
+    /// When it is given up on (an ask's timeout, a where-request's):
+    /// removed with the entry, so an answered ask leaves nothing armed.
+    pub(crate) deadline: Option<Instant>,
+}
+
+/// The pending entries, and their deadlines in order.
+#[derive(Default)]
+struct PendingTable {
+    by_id: HashMap<u64, Pending>,
+    deadlines: BTreeSet<(Instant, u64)>,
+}
+
+impl PendingTable {
+    fn remove(&mut self, id: u64) -> Option<Pending> {
+        let pending = self.by_id.remove(&id)?;
+        if let Some(at) = pending.deadline {
+            self.deadlines.remove(&(at, id));
+        }
+        Some(pending)
+    }
 }
 
 struct Watch {
@@ -118,8 +138,9 @@ struct Watch {
 }
 
 /// Learns that `inc` is `node`'s current incarnation: returns the watches
-/// located on an earlier one (those actors are gone).
-fn current_incarnation(w: &mut Watches, node: &str, inc: &str) -> Vec<Watch> {
+/// located on an earlier one (those actors are gone). A node heard from
+/// for the first time (or anew) wakes the failure detector (`heard`).
+fn current_incarnation(w: &mut Watches, node: &str, inc: &str, heard: &Notify) -> Vec<Watch> {
     match w.last_seen.get_mut(node) {
         Some((seen_inc, seen)) if seen_inc == inc => {
             *seen = Instant::now();
@@ -129,6 +150,8 @@ fn current_incarnation(w: &mut Watches, node: &str, inc: &str) -> Vec<Watch> {
     }
     w.last_seen
         .insert(node.to_owned(), (inc.to_owned(), Instant::now()));
+    // A permit if the detector is not waiting: it looks again.
+    heard.notify_one();
     let stale: Vec<u64> = w
         .by_id
         .iter()
@@ -155,6 +178,15 @@ struct Exposed {
     single: bool,
 }
 
+/// The names this node exposes, and whether the drain has begun.
+#[derive(Default)]
+struct Exposures {
+    by_name: HashMap<String, Exposed>,
+    /// Set by `drain` when it takes the drain signals: no expose after it
+    /// (its serving task would never get a signal).
+    draining: bool,
+}
+
 /// The node's state, shared by the handles and the tasks on the runtime.
 pub(crate) struct Shared {
     pub(crate) client: async_nats::Client,
@@ -164,15 +196,22 @@ pub(crate) struct Shared {
     out: tmpsc::UnboundedSender<Out>,
     inbox: String,
     next_id: AtomicU64,
-    pending: Mutex<HashMap<u64, Pending>>,
+    pending: Mutex<PendingTable>,
+    /// Wakes `expire_pending`: an entry with an earlier deadline than
+    /// every other was added.
+    earlier_deadline: Notify,
     watches: Mutex<Watches>,
-    exposed: Mutex<HashMap<String, Exposed>>,
-    /// Serving tasks still running (each notifies `served` as it ends).
+    exposed: Mutex<Exposures>,
+    /// Serving tasks still running or about to start (counted under the
+    /// `exposed` lock when the name is taken; each notifies `served` as it
+    /// ends).
     serving: AtomicUsize,
     served: Notify,
     /// Replies decoded on this node and not yet sent or dropped.
     open_replies: AtomicUsize,
     replies_settled: Notify,
+    /// Wakes the failure detector: a node joined `watches.last_seen`.
+    node_heard: Notify,
     /// Set once the node has left: sends fail with `Closed`.
     left: AtomicBool,
     /// Messages the NATS client dropped because an exposed name's buffer
@@ -248,6 +287,8 @@ impl Shared {
                     let _ = tx.send(outcome.is_ok());
                 }),
                 alive: None,
+                // Bounded by its caller's `timeout`.
+                deadline: None,
             },
         );
         self.send_out(Out::publish(subject, None, Bytes::new()));
@@ -268,11 +309,26 @@ impl Shared {
     }
 
     pub(crate) fn put_pending(&self, id: u64, pending: Pending) {
-        lock(&self.pending).insert(id, pending);
+        let mut table = lock(&self.pending);
+        if let Some(at) = pending.deadline {
+            let earliest = table.deadlines.first().is_none_or(|(first, _)| at < *first);
+            table.deadlines.insert((at, id));
+            if earliest {
+                // A permit if the task is not waiting: it looks again.
+                self.earlier_deadline.notify_one();
+            }
+        }
+        table.by_id.insert(id, pending);
+    }
+
+    /// Deadlines of pending entries not yet answered or given up on.
+    #[cfg(test)]
+    pub(crate) fn deadlines_armed(&self) -> usize {
+        lock(&self.pending).deadlines.len()
     }
 
     pub(crate) fn take_pending(&self, id: u64) -> Option<Pending> {
-        lock(&self.pending).remove(&id)
+        lock(&self.pending).remove(id)
     }
 
     pub(crate) fn reply_armed(&self) {
@@ -463,9 +519,11 @@ impl Remote {
             out: out_tx,
             inbox,
             next_id: AtomicU64::new(0),
-            pending: Mutex::new(HashMap::new()),
+            pending: Mutex::new(PendingTable::default()),
+            earlier_deadline: Notify::new(),
             watches: Mutex::new(Watches::default()),
-            exposed: Mutex::new(HashMap::new()),
+            node_heard: Notify::new(),
+            exposed: Mutex::new(Exposures::default()),
             serving: AtomicUsize::new(0),
             served: Notify::new(),
             open_replies: AtomicUsize::new(0),
@@ -532,6 +590,12 @@ impl Remote {
     /// the name is live on this server when it returns; like every
     /// blocking call of the engine it panics on a scheduler worker (expose
     /// from the code that spawns the actor, not from inside an actor).
+    ///
+    /// Once the node is leaving (the coordinated shutdown's cluster-leave
+    /// has begun draining, see
+    /// [`add_to_coordinated_shutdown`](Self::add_to_coordinated_shutdown))
+    /// it fails with [`RemoteError::Leaving`], and once it has left with
+    /// [`RemoteError::Closed`].
     #[track_caller]
     pub fn expose<M>(&self, actor: &ActorRef<M>, name: &str) -> Result<(), RemoteError>
     where
@@ -568,16 +632,25 @@ impl Remote {
         let (drain_tx, drain_rx) = oneshot::channel();
         {
             let mut exposed = lock(&shared.exposed);
-            if exposed.contains_key(name) {
+            if exposed.draining {
+                return Err(RemoteError::Leaving);
+            }
+            if exposed.by_name.contains_key(name) {
                 return Err(RemoteError::AlreadyExposed(name.to_owned()));
             }
-            exposed.insert(
+            exposed.by_name.insert(
                 name.to_owned(),
                 Exposed {
                     drain: Some(drain_tx),
                     single: !group,
                 },
             );
+            // Counted with the name, under the lock `drain` takes its
+            // signals under: a drain that begins from here on waits for
+            // this serving task (which finds its signal sent when it
+            // starts), or for the failure below.
+            // Relaxed: `served`'s notify carries the wake-up of the waiter.
+            shared.serving.fetch_add(1, Ordering::Relaxed);
         }
         let subscribed = self.block_on({
             let shared = Arc::clone(shared);
@@ -609,12 +682,13 @@ impl Remote {
         let (messages, where_sub) = match subscribed {
             Ok(subs) => subs,
             Err(e) => {
-                lock(&shared.exposed).remove(name);
+                lock(&shared.exposed).by_name.remove(name);
+                // Relaxed: as in `serve`'s end.
+                shared.serving.fetch_sub(1, Ordering::Relaxed);
+                shared.served.notify_waiters();
                 return Err(e);
             }
         };
-        // Relaxed: `served`'s notify carries the wake-up of the waiter.
-        shared.serving.fetch_add(1, Ordering::Relaxed);
         self.inner.handle.spawn(serve(
             Arc::clone(shared),
             name.to_owned(),
@@ -695,6 +769,7 @@ impl Remote {
                     located(&resolver, id, outcome);
                 }),
                 alive: None,
+                deadline: Instant::now().checked_add(shared.settings.failure_detector_timeout),
             },
         );
         shared.send_out(Out::publish(
@@ -702,13 +777,6 @@ impl Remote {
             Some(reply_subject),
             Bytes::new(),
         ));
-        let timeout = shared.settings.failure_detector_timeout;
-        self.inner.handle.spawn(async move {
-            tokio::time::sleep(timeout).await;
-            if let Some(pending) = shared.take_pending(rid) {
-                (pending.deliver)(Err(()));
-            }
-        });
         Ok(RemoteWatch {
             shared: Arc::clone(&self.inner.shared),
             id,
@@ -719,12 +787,17 @@ impl Remote {
     ///
     /// * `cluster-leave`: drains every exposed name (NATS drain: the
     ///   server sends no more, the messages already received are told to
-    ///   their actors);
+    ///   their actors); an `expose` from then on fails with
+    ///   [`RemoteError::Leaving`];
     /// * `cluster-exiting`: announces the leave (watchers of this node's
     ///   names get their Terminated, reason `NodeLeft`) and stops the
     ///   heartbeat; sends fail with [`RemoteError::Closed`] from here on;
     /// * `cluster-shutdown`: waits until every request received has been
-    ///   answered (or dropped), flushes, and closes the connection.
+    ///   answered (or dropped), flushes, and closes the connection. The
+    ///   wait for answers ends early enough to close in order within the
+    ///   phase's timeout (a quarter of it, at most 1 s, is kept for that):
+    ///   a reply an actor holds past then is left to its asker's timeout
+    ///   (logged as a warning).
     ///
     /// Each within its phase's timeout.
     pub fn add_to_coordinated_shutdown(&self) -> Result<(), proscenium::AddTaskError> {
@@ -738,8 +811,12 @@ impl Remote {
             on_runtime(handle, leave(shared))
         })?;
         let (shared, handle) = (Arc::clone(&self.inner.shared), self.inner.handle.clone());
+        let budget = cs
+            .config()
+            .phase_timeout(Phase::CLUSTER_SHUTDOWN)
+            .map(reply_wait_budget);
         cs.add_task(Phase::CLUSTER_SHUTDOWN, "remote-close", move || {
-            on_runtime(handle, close(shared))
+            on_runtime(handle, close(shared, budget))
         })?;
         Ok(())
     }
@@ -804,7 +881,7 @@ fn located(shared: &Shared, id: u64, outcome: Result<String, TerminatedReason>) 
             Ok(answer) => {
                 // "<node> <incarnation>"
                 let (node, inc) = answer.split_once(' ').unwrap_or((answer.as_str(), ""));
-                let stale = current_incarnation(&mut w, node, inc);
+                let stale = current_incarnation(&mut w, node, inc, &shared.node_heard);
                 if let Some(watch) = w.by_id.get_mut(&id) {
                     watch.node = Some(node.to_owned());
                     watch.incarnation = Some(inc.to_owned());
@@ -842,10 +919,15 @@ where
 }
 
 async fn drain(shared: Arc<Shared>) -> Result<(), String> {
-    let signals: Vec<oneshot::Sender<()>> = lock(&shared.exposed)
-        .values_mut()
-        .filter_map(|e| e.drain.take())
-        .collect();
+    let signals: Vec<oneshot::Sender<()>> = {
+        let mut exposed = lock(&shared.exposed);
+        exposed.draining = true;
+        exposed
+            .by_name
+            .values_mut()
+            .filter_map(|e| e.drain.take())
+            .collect()
+    };
     for s in signals {
         let _ = s.send(());
     }
@@ -866,6 +948,7 @@ async fn leave(shared: Arc<Shared>) -> Result<(), String> {
     // Release: pairs with `is_closed`'s Acquire.
     shared.left.store(true, Ordering::Release);
     let names: Vec<String> = lock(&shared.exposed)
+        .by_name
         .iter()
         .filter(|(_, e)| e.single)
         .map(|(n, _)| n.clone())
@@ -888,14 +971,41 @@ async fn leave(shared: Arc<Shared>) -> Result<(), String> {
     Ok(())
 }
 
-async fn close(shared: Arc<Shared>) -> Result<(), String> {
-    loop {
-        let notified = shared.replies_settled.notified();
-        // Acquire: pairs with `reply_settled`'s AcqRel decrement.
-        if shared.open_replies.load(Ordering::Acquire) == 0 {
-            break;
+/// How long `close` waits for open replies within a cluster-shutdown phase
+/// of `timeout`: what is left after keeping a quarter of it, at most 1 s,
+/// for the flush and the drain of the connection (a round trip each on a
+/// healthy connection: milliseconds; the rest is room for a loaded machine).
+fn reply_wait_budget(timeout: Duration) -> Duration {
+    timeout - (timeout / 4).min(Duration::from_secs(1))
+}
+
+async fn close(shared: Arc<Shared>, budget: Option<Duration>) -> Result<(), String> {
+    let wait_for_replies = async {
+        loop {
+            let notified = shared.replies_settled.notified();
+            // Acquire: pairs with `reply_settled`'s AcqRel decrement.
+            if shared.open_replies.load(Ordering::Acquire) == 0 {
+                break;
+            }
+            notified.await;
         }
-        notified.await;
+    };
+    match budget {
+        Some(budget) => {
+            if tokio::time::timeout(budget, wait_for_replies)
+                .await
+                .is_err()
+            {
+                tracing::warn!(
+                    node = %shared.settings.node,
+                    // Relaxed: a number for the log line.
+                    open = shared.open_replies.load(Ordering::Relaxed),
+                    "remote: closing with replies still unanswered after {budget:?} \
+                     (their askers get their timeout)"
+                );
+            }
+        }
+        None => wait_for_replies.await,
     }
     flush(&shared).await;
     shared.client.drain().await.map_err(|e| e.to_string())?;
@@ -947,6 +1057,8 @@ async fn start(shared: &Arc<Shared>, out_rx: tmpsc::UnboundedReceiver<Out>) -> R
         futures_util::stream::select(futures_util::stream::select(terminated, heartbeats), leaves),
     ));
     tokio::spawn(heartbeat(Arc::clone(shared)));
+    tokio::spawn(failure_detector(Arc::clone(shared)));
+    tokio::spawn(expire_pending(Arc::clone(shared)));
     // The control subscriptions are live once this returns.
     shared.round_trip().await
 }
@@ -1010,7 +1122,7 @@ async fn control(
                 let stale = {
                     let mut w = lock(&shared.watches);
                     if w.last_seen.contains_key(node) {
-                        current_incarnation(&mut w, node, &inc)
+                        current_incarnation(&mut w, node, &inc, &shared.node_heard)
                     } else {
                         Vec::new()
                     }
@@ -1028,11 +1140,10 @@ async fn control(
     }
 }
 
-/// Publishes this node's heartbeat, and runs the failure detector and the
-/// sweep of abandoned local replies, every heartbeat interval.
+/// Publishes this node's heartbeat, and sweeps the entries of abandoned
+/// local replies, every heartbeat interval.
 async fn heartbeat(shared: Arc<Shared>) {
     let every = shared.settings.heartbeat_interval;
-    let timeout = shared.settings.failure_detector_timeout;
     let subject = format!(
         "{}.node.{}.hb",
         shared.settings.cluster, shared.settings.node
@@ -1048,36 +1159,95 @@ async fn heartbeat(shared: Arc<Shared>) {
                 Bytes::from(shared.inbox.clone()),
             ));
         }
+        let abandoned: Vec<Pending> = {
+            let mut p = lock(&shared.pending);
+            let ids: Vec<u64> = p
+                .by_id
+                .iter()
+                .filter(|(_, e)| e.alive.as_ref().is_some_and(|alive| !alive()))
+                .map(|(id, _)| *id)
+                .collect();
+            ids.iter().filter_map(|id| p.remove(*id)).collect()
+        };
+        for pending in abandoned {
+            (pending.deliver)(Err(()));
+        }
+    }
+}
+
+/// The failure detector: a watched node not heard from for
+/// `failure_detector_timeout` is gone, and the watches located on it fire
+/// (`NodeUnreachable`). It sleeps until the earliest node's last-heard +
+/// timeout (a heartbeat moves that later, and it looks again then), so a
+/// node is found gone at its timeout, not at some later tick.
+async fn failure_detector(shared: Arc<Shared>) {
+    let timeout = shared.settings.failure_detector_timeout;
+    loop {
         let now = Instant::now();
-        let lost: Vec<String> = {
+        let (lost, next) = {
             let mut w = lock(&shared.watches);
             let lost: Vec<String> = w
                 .last_seen
                 .iter()
-                .filter(|(_, (_, seen))| now.duration_since(*seen) > timeout)
+                .filter(|(_, (_, seen))| now.saturating_duration_since(*seen) >= timeout)
                 .map(|(n, _)| n.clone())
                 .collect();
             for n in &lost {
                 w.last_seen.remove(n);
             }
-            lost
+            let next = w
+                .last_seen
+                .values()
+                .map(|(_, seen)| *seen)
+                .min()
+                .and_then(|seen| seen.checked_add(timeout));
+            (lost, next)
         };
         for node in lost {
             shared.fire_where(TerminatedReason::NodeUnreachable, |w| {
                 w.node.as_deref() == Some(node.as_str())
             });
         }
-        let abandoned: Vec<Pending> = {
-            let mut p = lock(&shared.pending);
-            let ids: Vec<u64> = p
-                .iter()
-                .filter(|(_, e)| e.alive.as_ref().is_some_and(|alive| !alive()))
-                .map(|(id, _)| *id)
-                .collect();
-            ids.iter().filter_map(|id| p.remove(id)).collect()
+        match next {
+            Some(at) => {
+                tokio::select! {
+                    () = tokio::time::sleep_until(at.into()) => {}
+                    () = shared.node_heard.notified() => {}
+                }
+            }
+            None => shared.node_heard.notified().await,
+        }
+    }
+}
+
+/// Gives up on the pending entries whose deadline has passed (an ask's
+/// timeout, a where-request's): one task for all of them, asleep until
+/// the earliest deadline. An answered entry takes its deadline with it.
+async fn expire_pending(shared: Arc<Shared>) {
+    loop {
+        let now = Instant::now();
+        let (expired, next) = {
+            let mut table = lock(&shared.pending);
+            let mut expired = Vec::new();
+            while let Some(&(at, id)) = table.deadlines.first() {
+                if at > now {
+                    break;
+                }
+                expired.extend(table.remove(id));
+            }
+            (expired, table.deadlines.first().map(|(at, _)| *at))
         };
-        for pending in abandoned {
+        for pending in expired {
             (pending.deliver)(Err(()));
+        }
+        match next {
+            Some(at) => {
+                tokio::select! {
+                    () = tokio::time::sleep_until(at.into()) => {}
+                    () = shared.earlier_deadline.notified() => {}
+                }
+            }
+            None => shared.earlier_deadline.notified().await,
         }
     }
 }
@@ -1144,7 +1314,7 @@ async fn serve<M>(
     drop(messages);
     drop(where_sub);
     if !draining {
-        lock(&shared.exposed).remove(&name);
+        lock(&shared.exposed).by_name.remove(&name);
     }
     // Relaxed: the notify below carries the wake-up; `drain` re-reads
     // after registering.
@@ -1163,16 +1333,12 @@ fn deliver<M>(shared: &Arc<Shared>, name: &str, actor: &ActorRef<M>, msg: Messag
 where
     M: Serialize + DeserializeOwned + Send + 'static,
 {
-    match decode::<M>(shared, &msg.payload) {
+    // An asker (the message's reply subject, and any reply decoded from
+    // it before the failure) hears the reason from `decode`.
+    match decode::<M>(shared, &msg.payload, msg.reply.as_deref()) {
         Ok(m) => actor.tell(m),
         Err(reason) => {
             tracing::warn!(name, %reason, "remote: a message could not be decoded");
-            if let Some(reply) = &msg.reply {
-                shared.send_out(Out::error(
-                    reply.to_string(),
-                    &format!("undecodable: {reason}"),
-                ));
-            }
             shared.dead_letter(
                 Some(actor.id()),
                 UndecodableMessage {
@@ -1201,15 +1367,110 @@ pub(crate) fn answer<R: DeserializeOwned>(
             other => E::Remote(other.to_owned()),
         });
     }
-    decode::<R>(shared, &msg.payload).map_err(E::Decode)
+    decode::<R>(shared, &msg.payload, None).map_err(E::Decode)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::RemoteSettings;
+    use std::future::Future;
+
+    use crate::test_support as support;
+    use support::{require_nats, Cmd, Counter, NatsServer, GUARD};
+
+    /// An expose that runs while the drain (cluster-leave) waits for the
+    /// names being served is refused: its serving task would never get
+    /// the drain's signal, and the drain would wait for it until its
+    /// phase times out.
+    #[test]
+    fn an_expose_while_the_drain_runs_is_refused() {
+        require_nats!();
+        let server = NatsServer::start();
+        let sys = support::system("d");
+        let remote =
+            Remote::connect(&sys, RemoteSettings::new(server.url(), "d", "a")).expect("connect");
+        let counter = sys.spawn(Counter::props("a"), "counter").expect("spawn");
+        remote.expose(&counter, "counter").expect("expose");
+        let shared = Arc::clone(&remote.inner.shared);
+        // Stands for a name whose serving task has not ended yet (a
+        // backlog to tell): the drain waits for it.
+        shared.serving.fetch_add(1, Ordering::Relaxed);
+        let mut draining = Box::pin(drain(Arc::clone(&shared)));
+        // Polled once: the drain has begun (signals sent) and waits.
+        let first = remote.inner.handle.block_on(std::future::poll_fn(|cx| {
+            std::task::Poll::Ready(draining.as_mut().poll(cx).is_pending())
+        }));
+        assert!(first, "the drain waits for the stand-in");
+        let late = sys.spawn(Counter::props("a"), "late").expect("spawn");
+        assert_eq!(remote.expose(&late, "late"), Err(RemoteError::Leaving));
+        assert_eq!(
+            remote.expose_group(&late, "late"),
+            Err(RemoteError::Leaving)
+        );
+        // The stand-in ends: so does the drain (nothing else to wait for).
+        shared.serving.fetch_sub(1, Ordering::Relaxed);
+        shared.served.notify_waiters();
+        let drained = remote
+            .inner
+            .handle
+            .block_on(async { tokio::time::timeout(GUARD, draining).await });
+        assert_eq!(drained, Ok(Ok(())), "the drain ends");
+        drop(remote);
+        assert!(sys.terminate().wait_timeout(GUARD).is_some());
+    }
+
+    /// Every ask's timeout used to be a tokio task sleeping for the whole
+    /// timeout, answered or not (22,000 armed at once in the benchmark).
+    /// An answered ask leaves no task and no deadline behind.
+    #[test]
+    fn an_answered_ask_leaves_no_task_or_deadline_behind() {
+        require_nats!();
+        let server = NatsServer::start();
+        let sys = support::system("u");
+        let remote =
+            Remote::connect(&sys, RemoteSettings::new(server.url(), "u", "a")).expect("connect");
+        let counter = sys.spawn(Counter::props("a"), "counter").expect("spawn");
+        remote.expose(&counter, "counter").expect("expose");
+        let counter = remote.actor_ref::<Cmd>("counter").expect("ref");
+        // One ask first: whatever starts lazily has started.
+        assert_eq!(counter.ask(Cmd::Get, GUARD).wait(), Ok(0));
+        let tasks = || remote.inner.handle.metrics().num_alive_tasks();
+        let before = tasks();
+        for _ in 0..100 {
+            assert_eq!(counter.ask(Cmd::Get, GUARD).wait(), Ok(0));
+        }
+        assert_eq!(tasks(), before, "tasks alive after 100 answered asks");
+        assert_eq!(remote.inner.shared.deadlines_armed(), 0);
+        // A timeout past the end of time is no deadline (and no overflow).
+        assert_eq!(counter.ask(Cmd::Get, Duration::MAX).wait(), Ok(0));
+        // An unanswered one still times out (and leaves nothing either).
+        let timeout = Duration::from_millis(200);
+        let held = counter.ask(Cmd::Hold, timeout).wait();
+        assert_eq!(held, Err(crate::RemoteAskError::Timeout(timeout)));
+        assert_eq!(tasks(), before);
+        assert_eq!(remote.inner.shared.deadlines_armed(), 0);
+        drop(remote);
+        assert!(sys.terminate().wait_timeout(GUARD).is_some());
+    }
 
     /// Each slow-consumer event is one message the client dropped: counted.
     /// Other events are only logged.
+    #[test]
+    fn the_reply_wait_leaves_time_to_close() {
+        let ms = Duration::from_millis;
+        assert_eq!(reply_wait_budget(ms(2000)), ms(1500));
+        assert_eq!(
+            reply_wait_budget(Duration::from_secs(5)),
+            Duration::from_secs(4)
+        );
+        assert_eq!(
+            reply_wait_budget(Duration::from_secs(60)),
+            Duration::from_secs(59)
+        );
+        assert_eq!(reply_wait_budget(Duration::ZERO), Duration::ZERO);
+    }
+
     #[test]
     fn slow_consumer_events_are_counted_and_nothing_else() {
         let drops = AtomicU64::new(0);

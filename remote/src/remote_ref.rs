@@ -7,7 +7,7 @@ use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use proscenium::{Actor, ActorRef, ActorSystem, Context, Outcome, Props, SpawnError};
 use serde::de::DeserializeOwned;
@@ -16,7 +16,7 @@ use tokio::sync::oneshot;
 
 use crate::codec::{encode, RemoteReply};
 use crate::error::{RemoteAskError, RemoteError};
-use crate::remote::{answer, Inner, Out, Pending};
+use crate::remote::{answer, Inner, Pending};
 
 /// A reference to the actor exposed under a name, on whichever node
 /// exposes it: [`tell`](Self::tell) and [`ask`](Self::ask) send over
@@ -76,11 +76,11 @@ impl<M: Serialize + DeserializeOwned + Send + 'static> RemoteRef<M> {
         if shared.is_closed() {
             return Err(RemoteError::Closed);
         }
-        let (payload, registered) = encode(shared, &msg)?;
+        let encoded = encode(shared, &msg)?;
         // A local reply inside: the first one's subject is the NATS reply
         // subject too, so a no-responders status reaches (and fails) it.
-        let reply = registered.first().map(|id| shared.reply_subject_of(*id));
-        shared.send_out(Out::publish(self.subject.clone(), reply, payload));
+        let reply = encoded.first_reply_subject(shared);
+        encoded.publish(shared, self.subject.clone(), reply);
         Ok(())
     }
 
@@ -114,23 +114,16 @@ impl<M: Serialize + DeserializeOwned + Send + 'static> RemoteRef<M> {
                     let _ = tx.send(result);
                 }),
                 alive: None,
+                // Given up on by the remote's expiry task; removed with the
+                // entry when the answer comes. (A timeout past the end of
+                // time never expires.)
+                deadline: Instant::now().checked_add(timeout),
             },
         );
         let msg = make(RemoteReply::to_subject(reply_subject.clone()));
         match encode(&shared, &msg) {
-            Ok((payload, _)) => {
-                shared.send_out(Out::publish(
-                    self.subject.clone(),
-                    Some(reply_subject),
-                    payload,
-                ));
-                let shared = Arc::clone(&shared);
-                self.inner.handle.spawn(async move {
-                    tokio::time::sleep(timeout).await;
-                    if let Some(pending) = shared.take_pending(id) {
-                        (pending.deliver)(Err(()));
-                    }
-                });
+            Ok(encoded) => {
+                encoded.publish(&shared, self.subject.clone(), Some(reply_subject));
             }
             Err(e) => {
                 if let Some(pending) = shared.take_pending(id) {
@@ -183,9 +176,9 @@ impl<M: Serialize + DeserializeOwned + Send + 'static> Actor for Forwarder<M> {
             return Ok(());
         }
         match encode(shared, &msg) {
-            Ok((payload, registered)) => {
-                let reply = registered.first().map(|id| shared.reply_subject_of(*id));
-                shared.send_out(Out::publish(self.remote.subject.clone(), reply, payload));
+            Ok(encoded) => {
+                let reply = encoded.first_reply_subject(shared);
+                encoded.publish(shared, self.remote.subject.clone(), reply);
             }
             Err(e) => {
                 tracing::warn!(name = %self.remote.name, error = %e, "remote: message not sent");

@@ -44,7 +44,8 @@ pub struct RemoteSettings {
     /// How often the node publishes its heartbeat (default 1 s).
     pub heartbeat_interval: Duration,
     /// A watched node silent for this long is taken as gone: its watchers
-    /// get their Terminated (default 5 s; more than a few heartbeats).
+    /// get their Terminated this long after its last heartbeat reached
+    /// this node (default 5 s; more than a few heartbeats).
     pub failure_detector_timeout: Duration,
     /// How long `connect` tries to reach a server (default 5 s).
     pub connect_timeout: Duration,
@@ -108,7 +109,9 @@ impl RemoteSettings {
     /// `subscription-capacity` (a positive integer) (durations as in every proscenium section: `"500ms"`, `"3 s"`,
     /// `"1.5 s"`, `"1 m"`, `"1 h"`, Akka's long unit names, or here also an
     /// integer of milliseconds). Other tables are left alone; an unknown key or a bad
-    /// value is an error naming the key, such as `remote.node`.
+    /// value is an error naming the key, such as `remote.node`. The result
+    /// is [validated](Self::validate): TOML and code refuse the same
+    /// settings.
     pub fn from_toml_str(text: &str) -> Result<RemoteSettings, ConfigError> {
         let doc: toml::Table = text
             .parse()
@@ -142,6 +145,8 @@ impl RemoteSettings {
         out.servers = servers.ok_or_else(|| missing("remote.servers"))?;
         out.cluster = cluster.ok_or_else(|| missing("remote.cluster"))?;
         out.node = node.ok_or_else(|| missing("remote.node"))?;
+        // What code would refuse at `connect`, TOML refuses when read.
+        out.validate()?;
         Ok(out)
     }
 
@@ -155,7 +160,11 @@ impl RemoteSettings {
         RemoteSettings::from_toml_str(&text)
     }
 
-    /// Checks the names and the timing (`connect` calls it).
+    /// Checks the names and the timing (`connect` and
+    /// [`from_toml_str`](Self::from_toml_str) call it): at least one
+    /// server, `cluster` and `node` subject tokens, positive
+    /// `heartbeat-interval`, `connect-timeout` and `subscription-capacity`,
+    /// and a `failure-detector-timeout` longer than the heartbeat interval.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.servers.is_empty() {
             return Err(invalid("remote.servers", "at least one server URL"));
@@ -164,6 +173,9 @@ impl RemoteSettings {
         check_token(&self.node, "remote.node")?;
         if self.heartbeat_interval.is_zero() {
             return Err(invalid("remote.heartbeat-interval", "a positive duration"));
+        }
+        if self.connect_timeout.is_zero() {
+            return Err(invalid("remote.connect-timeout", "a positive duration"));
         }
         if self.subscription_capacity == 0 {
             return Err(invalid(
@@ -311,6 +323,83 @@ mod tests {
         }
         let err = RemoteSettings::from_toml_str("[other]\nx = 1").expect_err("no table");
         assert_eq!(key_of(err), "remote");
+    }
+
+    /// The README's `[remote]` example ("More than one machine") parses
+    /// and shows every key.
+    #[test]
+    fn the_readme_example_parses_and_shows_every_key() {
+        let readme = include_str!("../../README.md");
+        let block = readme
+            .split("```toml\n")
+            .skip(1)
+            .filter_map(|rest| rest.split("```").next())
+            .find(|b| b.starts_with("[remote]"))
+            .expect("a ```toml block with [remote] in the README");
+        let s = RemoteSettings::from_toml_str(block).expect("the README's example is valid");
+        assert_eq!(s.cluster, "shop");
+        for key in [
+            "servers",
+            "cluster",
+            "node",
+            "heartbeat-interval",
+            "failure-detector-timeout",
+            "connect-timeout",
+            "subscription-capacity",
+        ] {
+            assert!(
+                block.lines().any(|l| l.starts_with(&format!("{key} ="))),
+                "the README's [remote] example does not show `{key}`"
+            );
+        }
+    }
+
+    /// Code and TOML refuse the same settings, naming the same key: a
+    /// setting rejected in one is rejected in the other.
+    #[test]
+    fn code_and_toml_reject_the_same_settings() {
+        let base = RemoteSettings::new("nats://127.0.0.1:4222", "c", "n");
+        let zero = Duration::ZERO;
+        let ms = Duration::from_millis;
+        let cases: [(RemoteSettings, &str, &str); 5] = [
+            (
+                base.clone().connect_timeout(zero),
+                "connect-timeout = 0",
+                "remote.connect-timeout",
+            ),
+            (
+                base.clone().failure_detector(zero, ms(5000)),
+                "heartbeat-interval = 0",
+                "remote.heartbeat-interval",
+            ),
+            (
+                base.clone().failure_detector(ms(1000), zero),
+                "failure-detector-timeout = 0",
+                "remote.failure-detector-timeout",
+            ),
+            (
+                base.clone().failure_detector(ms(1000), ms(1000)),
+                "failure-detector-timeout = 1000",
+                "remote.failure-detector-timeout",
+            ),
+            (
+                base.clone().subscription_capacity(0),
+                "subscription-capacity = 0",
+                "remote.subscription-capacity",
+            ),
+        ];
+        for (in_code, line, key) in cases {
+            let err = in_code.validate().expect_err(line);
+            assert_eq!(key_of(err), key, "in code: {line}");
+            let err = RemoteSettings::from_toml_str(&format!("{BASE}{line}")).expect_err(line);
+            assert_eq!(key_of(err), key, "in TOML: {line}");
+        }
+        // TOML that parses but fails `validate` is refused when read.
+        let err = RemoteSettings::from_toml_str(&format!(
+            "{BASE}heartbeat-interval = \"2s\"\nfailure-detector-timeout = \"1s\""
+        ))
+        .expect_err("fd <= hb");
+        assert_eq!(key_of(err), "remote.failure-detector-timeout");
     }
 
     #[test]

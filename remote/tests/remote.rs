@@ -520,3 +520,210 @@ fn an_actor_asks_a_remote_actor_through_a_piped_future() {
     assert_eq!(rx.recv_timeout(GUARD).expect("an answer"), Ok(9));
     p.finish();
 }
+
+/// Answers with the number in its message: the reply comes first, so a
+/// message that ends after the reply decodes the reply, then fails.
+struct Strict;
+
+impl Actor for Strict {
+    type Msg = (RemoteReply<u64>, u64);
+    fn receive(&mut self, _: &mut Context<Self>, (reply, n): (RemoteReply<u64>, u64)) -> Outcome {
+        reply.send(n);
+        Ok(())
+    }
+}
+
+/// Passes the reply of each `Cmd::Get` on, in a message of its own type.
+struct ReplyRelay<T: serde::Serialize + serde::de::DeserializeOwned + Send + 'static> {
+    to: proscenium_remote::RemoteRef<T>,
+    wrap: fn(RemoteReply<u64>) -> T,
+    sent: std::sync::mpsc::Sender<Result<(), RemoteError>>,
+}
+
+impl<T: serde::Serialize + serde::de::DeserializeOwned + Send + 'static> Actor for ReplyRelay<T> {
+    type Msg = Cmd;
+    fn receive(&mut self, _: &mut Context<Self>, msg: Cmd) -> Outcome {
+        if let Cmd::Get(reply) = msg {
+            let _ = self.sent.send(self.to.tell((self.wrap)(reply)));
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn a_reply_decoded_before_a_later_field_fails_gets_the_decode_error() {
+    require_nats!();
+    let server = NatsServer::start();
+    let p = pair(&server);
+    let strict = p
+        .sys_a
+        .spawn(Props::new(|| Strict), "strict")
+        .expect("spawn");
+    p.a.expose(&strict, "strict").expect("expose");
+    let dead = EventProbe::new(&p.sys_a).subscribe_map(|d: &DeadLetter| {
+        d.downcast_ref::<UndecodableMessage>()
+            .map(|u| u.name.clone())
+    });
+    // The request ends after the reply: the receiver decodes the reply,
+    // then fails on the number. The asker must hear that reason, not
+    // the partly decoded reply's "dropped" (NoReply).
+    let short = p.b.actor_ref::<(RemoteReply<u64>,)>("strict").expect("ref");
+    let err = short.ask(|r| (r,), GUARD).wait();
+    assert!(
+        matches!(&err, Err(RemoteAskError::Remote(reason)) if reason.starts_with("undecodable")),
+        "{err:?}"
+    );
+    assert_eq!(dead.expect_event::<String>(GUARD), "strict");
+    // The same when the reply was forwarded by another node in a tell
+    // (whose NATS message has no reply subject): b asks a's relay, which
+    // passes the reply on to "strict" in a message cut short.
+    let (tx, sent) = std::sync::mpsc::channel();
+    let to = p.a.actor_ref::<(RemoteReply<u64>,)>("strict").expect("ref");
+    let relay = p
+        .sys_a
+        .spawn(
+            Props::new(move || ReplyRelay {
+                to: to.clone(),
+                wrap: |r| (r,),
+                sent: tx.clone(),
+            }),
+            "relay",
+        )
+        .expect("spawn");
+    p.a.expose(&relay, "relay").expect("expose");
+    let err =
+        p.b.actor_ref::<Cmd>("relay")
+            .expect("ref")
+            .ask(Cmd::Get, GUARD)
+            .wait();
+    assert_eq!(sent.recv_timeout(GUARD).expect("relayed"), Ok(()));
+    assert!(
+        matches!(&err, Err(RemoteAskError::Remote(reason)) if reason.starts_with("undecodable")),
+        "{err:?}"
+    );
+    assert_eq!(dead.expect_event::<String>(GUARD), "strict");
+    // A whole request is answered.
+    let whole =
+        p.b.actor_ref::<(RemoteReply<u64>, u64)>("strict")
+            .expect("ref");
+    assert_eq!(whole.ask(|r| (r, 7), GUARD).wait(), Ok(7));
+    p.finish();
+}
+
+#[test]
+fn a_forwarded_reply_whose_message_cannot_be_sent_fails_the_asker_at_once() {
+    require_nats!();
+    let server = NatsServer::start();
+    let p = pair(&server);
+    // a's relay forwards the reply of b's ask in a message over the max
+    // payload: the tell fails, nothing is sent, and the reply it carried
+    // is dropped with the message. The asker must hear NoReply at once,
+    // not wait for its timeout.
+    let (tx, sent) = std::sync::mpsc::channel();
+    let to =
+        p.a.actor_ref::<(RemoteReply<u64>, Vec<u8>)>("counter")
+            .expect("ref");
+    let relay = p
+        .sys_a
+        .spawn(
+            Props::new(move || ReplyRelay {
+                to: to.clone(),
+                wrap: |r| (r, vec![7; 2 * 1024 * 1024]),
+                sent: tx.clone(),
+            }),
+            "relay",
+        )
+        .expect("spawn");
+    p.a.expose(&relay, "relay").expect("expose");
+    let ask =
+        p.b.actor_ref::<Cmd>("relay")
+            .expect("ref")
+            .ask(Cmd::Get, GUARD);
+    let sent = sent.recv_timeout(GUARD).expect("relayed");
+    assert!(
+        matches!(sent, Err(RemoteError::PayloadTooLarge { .. })),
+        "{sent:?}"
+    );
+    assert_eq!(ask.wait(), Err(RemoteAskError::NoReply));
+    p.finish();
+}
+
+/// The tests' convention for the programs they drive: with
+/// `PROSCENIUM_REQUIRE_PROGRAMS=1` (CI) a missing nats-server fails the
+/// test and names it; without, the test is skipped and says so where it
+/// shows (not in the captured output of a passing test). Runs one test of
+/// this binary in a child process with `NATS_SERVER` pointing nowhere.
+#[test]
+fn a_missing_nats_server_fails_when_programs_are_required_and_skips_otherwise() {
+    let run = |required: bool| {
+        let mut cmd = std::process::Command::new(std::env::current_exe().expect("test binary"));
+        cmd.args(["--exact", "connect_errors_are_typed", "--test-threads=1"])
+            .env("NATS_SERVER", "/nonexistent/nats-server");
+        if required {
+            cmd.env("PROSCENIUM_REQUIRE_PROGRAMS", "1");
+        } else {
+            cmd.env_remove("PROSCENIUM_REQUIRE_PROGRAMS");
+        }
+        let out = cmd.output().expect("run the test binary");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.success(), text)
+    };
+    let (passed, text) = run(true);
+    assert!(!passed, "required and missing must fail:\n{text}");
+    assert!(
+        text.contains("nats-server is not installed") && text.contains("1 failed"),
+        "{text}"
+    );
+    let (passed, text) = run(false);
+    assert!(passed, "not required: skipped, not failed:\n{text}");
+    assert!(
+        text.contains("SKIPPED: nats-server is not installed"),
+        "the skip says so:\n{text}"
+    );
+}
+
+/// A reply its actor holds forever cannot be waited for forever: the
+/// close in cluster-shutdown waits for open replies only while its phase
+/// leaves time to flush and close the connection, then closes in order
+/// (the asker gets its own timeout) instead of timing the phase out.
+#[test]
+fn a_reply_held_forever_does_not_time_the_close_out() {
+    require_nats!();
+    let server = NatsServer::start();
+    let sys_a = ActorSystem::builder()
+        .name("a")
+        .workers(2)
+        .pin_workers(false)
+        .from_toml_str(
+            "[coordinated-shutdown]\nrun-by-signals = \"off\"\n\
+             [coordinated-shutdown.phases.cluster-shutdown]\ntimeout = \"2 s\"",
+        )
+        .expect("valid toml")
+        .build()
+        .expect("system");
+    let sys_b = system("b");
+    let a = Remote::connect(&sys_a, settings(&server, "a")).expect("connect a");
+    let b = Remote::connect(&sys_b, settings(&server, "b")).expect("connect b");
+    a.add_to_coordinated_shutdown().expect("tasks");
+    let counter = sys_a.spawn(Counter::props("a"), "counter").expect("spawn");
+    a.expose(&counter, "counter").expect("expose");
+    let counter = b.actor_ref::<Cmd>("counter").expect("ref");
+    let held = counter.ask(Cmd::Hold, GUARD);
+    // Handled after the Hold (same sender): the reply is held now.
+    assert_eq!(counter.ask(Cmd::Get, GUARD).wait(), Ok(0));
+    assert!(sys_a.terminate().wait_timeout(GUARD).is_some());
+    let state = sys_a.coordinated_shutdown().state();
+    let close = state
+        .tasks
+        .iter()
+        .find(|t| t.name == "remote-close")
+        .expect("remote-close");
+    assert_eq!(close.state, proscenium::TaskState::Done, "{close:?}");
+    drop(held);
+    drop((a, b));
+    assert!(sys_b.terminate().wait_timeout(GUARD).is_some());
+}

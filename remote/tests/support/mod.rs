@@ -35,18 +35,44 @@ pub fn nats_server_binary() -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// Returns the binary, or prints why the test is skipped.
+/// Whether the programs the tests drive must be present:
+/// `PROSCENIUM_REQUIRE_PROGRAMS` set to anything but empty or `0` (CI
+/// sets it to 1 once it has installed them). Then a missing program fails
+/// the test that needs it, naming the program; otherwise that test is
+/// skipped, saying so.
+pub fn programs_required() -> bool {
+    std::env::var_os("PROSCENIUM_REQUIRE_PROGRAMS").is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+/// `program` is missing: panics if [`programs_required`], else reports
+/// the skip on the real stderr (not the test harness's captured output,
+/// so it shows beside the test's `ok`).
+pub fn missing_program(program: &str, why: &str) {
+    if programs_required() {
+        panic!(
+            "{program} is not installed (PROSCENIUM_REQUIRE_PROGRAMS is set, so this is a \
+             failure, not a skip): {why}"
+        );
+    }
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stderr(),
+        "SKIPPED: {program} is not installed: {why} (set PROSCENIUM_REQUIRE_PROGRAMS=1 to make \
+         this a failure)"
+    );
+}
+
+/// Returns from the test (skipped, saying so) when nats-server is
+/// missing, or fails it if programs are required.
 macro_rules! require_nats {
     () => {
-        match support::nats_server_binary() {
-            Some(_) => {}
-            None => {
-                eprintln!(
-                    "SKIPPED: nats-server is not installed (apt-get install nats-server; \
-                     .ci/run installs it); this test needs a real NATS server"
-                );
-                return;
-            }
+        if support::nats_server_binary().is_none() {
+            support::missing_program(
+                "nats-server",
+                "this test needs a real NATS server ($NATS_SERVER, PATH or /usr/sbin; \
+                 apt-get install nats-server, which .ci/run does)",
+            );
+            return;
         }
     };
 }
