@@ -247,6 +247,33 @@ impl Http {
 /// resources (descriptors, memory) before it tries again.
 const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(100);
 
+/// What the accept loop does after an accept failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AcceptFailure {
+    /// The scheduler shut down: stop.
+    ShutDown,
+    /// That one connection is lost: go on at once.
+    Lost,
+    /// Anything else (out of descriptors, memory, reactor slots): pause,
+    /// then go on.
+    Pause,
+}
+
+/// How the accept loop takes `error`. Only the scheduler's own shutdown
+/// error ends it: the reactor fails with other errors of the same kind
+/// (`Other`: "too many sources registered with the reactor"), which pass.
+fn accept_failure(error: &io::Error) -> AcceptFailure {
+    if proscenium::net::is_shut_down(error) {
+        return AcceptFailure::ShutDown;
+    }
+    match error.kind() {
+        io::ErrorKind::ConnectionAborted
+        | io::ErrorKind::ConnectionReset
+        | io::ErrorKind::Interrupted => AcceptFailure::Lost,
+        _ => AcceptFailure::Pause,
+    }
+}
+
 async fn accept_loop(
     listener: TcpListener,
     server: Arc<Server>,
@@ -303,40 +330,38 @@ async fn accept_loop(
                     handle.spawn_detached(serve.instrument(span));
                 }
             }
-            // The scheduler shut down: nothing more will be accepted.
-            Some(Err(e)) if e.kind() == io::ErrorKind::Other => break,
-            // A connection reset before it was accepted: that connection
-            // is lost, the server goes on.
-            Some(Err(e))
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::ConnectionAborted
-                        | io::ErrorKind::ConnectionReset
-                        | io::ErrorKind::Interrupted
-                ) =>
-            {
-                tracing::debug!(error = %e, "accepting a connection failed");
-            }
-            // Out of descriptors (EMFILE, ENFILE) or of kernel memory: the
-            // connection stays in the backlog and the next accept fails the
-            // same way at once, so retrying now would spin this worker for
-            // as long as the shortage lasts. Wait a little (hyper and
-            // actix-web do the same), or until unbound.
-            Some(Err(e)) => {
-                tracing::warn!(error = %e, "accepting a connection failed; retrying in 100 ms");
-                let mut pause = handle.sleep(ACCEPT_ERROR_PAUSE);
-                poll_fn(|cx| {
-                    {
-                        let mut state = server.lock();
-                        if state.unbind_requested {
-                            return Poll::Ready(());
+            Some(Err(e)) => match accept_failure(&e) {
+                // The scheduler shut down: nothing more will be accepted.
+                AcceptFailure::ShutDown => break,
+                // A connection reset before it was accepted: that
+                // connection is lost, the server goes on.
+                AcceptFailure::Lost => {
+                    tracing::debug!(error = %e, "accepting a connection failed");
+                }
+                // Out of descriptors (EMFILE, ENFILE) or of kernel memory:
+                // the connection stays in the backlog and the next accept
+                // fails the same way at once, so retrying now would spin
+                // this worker for as long as the shortage lasts. Wait a
+                // little (hyper and actix-web do the same), or until
+                // unbound. The same for any other failure (the reactor out
+                // of slots for the accepted socket, ...): a server that
+                // stopped accepting for good would be worse.
+                AcceptFailure::Pause => {
+                    tracing::warn!(error = %e, "accepting a connection failed; retrying in 100 ms");
+                    let mut pause = handle.sleep(ACCEPT_ERROR_PAUSE);
+                    poll_fn(|cx| {
+                        {
+                            let mut state = server.lock();
+                            if state.unbind_requested {
+                                return Poll::Ready(());
+                            }
+                            state.accept_waker = Some(cx.waker().clone());
                         }
-                        state.accept_waker = Some(cx.waker().clone());
-                    }
-                    Pin::new(&mut pause).poll(cx)
-                })
-                .await;
-            }
+                        Pin::new(&mut pause).poll(cx)
+                    })
+                    .await;
+                }
+            },
         }
     }
     drop(listener);
@@ -729,5 +754,70 @@ impl Future for Unbind {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         self.server.poll_unbound(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proscenium::ShutdownConfig;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::task::Wake;
+
+    struct Woken(AtomicBool);
+
+    impl Wake for Woken {
+        fn wake(self: Arc<Self>) {
+            // SeqCst: a test flag.
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// The reactor fails with `Other` for more than its shutdown (no slot
+    /// left for the accepted socket: "too many sources registered with the
+    /// reactor", not reachable in a test, 2^24 sockets): the accept loop
+    /// used to end for good on any `Other`, and now pauses and goes on; it
+    /// stops on the scheduler's shutdown error alone.
+    #[test]
+    fn only_the_scheduler_shutting_down_ends_the_accept_loop() {
+        let full = io::Error::other("too many sources registered with the reactor");
+        assert_eq!(accept_failure(&full), AcceptFailure::Pause);
+        assert_eq!(
+            accept_failure(&io::Error::other("scheduler shut down")),
+            AcceptFailure::Pause
+        );
+        assert_eq!(
+            accept_failure(&io::ErrorKind::ConnectionAborted.into()),
+            AcceptFailure::Lost
+        );
+        // EMFILE.
+        assert_eq!(
+            accept_failure(&io::Error::from_raw_os_error(24)),
+            AcceptFailure::Pause
+        );
+
+        // The real one: an accept pending when the scheduler shuts down.
+        let system = ActorSystem::builder()
+            .workers(1)
+            .pin_workers(false)
+            .coordinated_shutdown(ShutdownConfig::default().run_by_signals(false))
+            .build()
+            .expect("system");
+        let addr = "127.0.0.1:0".parse().expect("an address");
+        let listener = TcpListener::bind(system.scheduler_handle(), addr).expect("bind");
+        let woken = Arc::new(Woken(AtomicBool::new(false)));
+        let waker = Waker::from(Arc::clone(&woken));
+        let mut cx = Context::from_waker(&waker);
+        assert!(listener.poll_accept(&mut cx).is_pending());
+        system.terminate().wait();
+        // SeqCst: a test flag.
+        assert!(
+            woken.0.load(Ordering::SeqCst),
+            "the shutdown woke the accept"
+        );
+        match listener.poll_accept(&mut cx) {
+            Poll::Ready(Err(e)) => assert_eq!(accept_failure(&e), AcceptFailure::ShutDown),
+            other => panic!("{:?}", other.map(|r| r.map(|(_, peer)| peer))),
+        }
     }
 }
