@@ -602,8 +602,9 @@ impl ServerBinding {
     }
 
     /// A snapshot of the server's counters: connections, requests in the
-    /// handler, responses by status class (see [`ServerMetrics`]). A few
-    /// relaxed atomic loads; no lock.
+    /// handler, responses by status class and by exact status (see
+    /// [`ServerMetrics`]). Relaxed atomic loads (one per status code, 900);
+    /// no lock.
     pub fn metrics(&self) -> ServerMetrics {
         self.server.metrics.snapshot()
     }

@@ -225,9 +225,12 @@ impl Connection {
             && expects_body
             && self.buf.len() == head.len
             && !self.control.signals().terminating
-            && self.write(wire::CONTINUE).await? != Wrote::All
         {
-            return Ok(None);
+            // Counted as every response is, before its first byte.
+            self.control.metrics().response(StatusCode::CONTINUE);
+            if self.write(wire::CONTINUE).await? != Wrote::All {
+                return Ok(None);
+            }
         }
         match head.framing {
             Framing::Length(n) => {

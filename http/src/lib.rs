@@ -36,7 +36,7 @@
 //!
 //! Observability: [`ServerBinding::metrics`] reads the server's counters
 //! ([`ServerMetrics`]: connections, requests in the handler, responses by
-//! status class); each connection runs in a debug-level `http_connection`
+//! status class and by exact status); each connection runs in a debug-level `http_connection`
 //! span (`id`, `peer`) and each request in an `http_request` span
 //! (`method`, `path`, `status`), in which the handler runs.
 //!
