@@ -234,7 +234,11 @@ impl Connection {
         }
         match head.framing {
             Framing::Length(n) => {
-                let end = head.len + n;
+                // Within `max_body_bytes`, which may be as large as the
+                // caller likes (`usize::MAX`): checked.
+                let Some(end) = head.len.checked_add(n) else {
+                    return Ok(Some(Err(StatusCode::PAYLOAD_TOO_LARGE)));
+                };
                 match self.fill(end).await? {
                     Read::Data => {}
                     Read::Closed => return Ok(None),
@@ -265,19 +269,27 @@ impl Connection {
                             Err(status) => return Ok(Some(Err(status))),
                         }
                     }
-                    let size = match usize::try_from(size) {
-                        Ok(size) if body.len() + size <= self.settings.max_body_bytes => size,
-                        _ => return Ok(Some(Err(StatusCode::PAYLOAD_TOO_LARGE))),
+                    // A chunk size has up to 16 hex digits (any u64): every
+                    // sum is checked, and one beyond `max_body_bytes` (or
+                    // beyond memory) is refused before a byte of it is read.
+                    let max = self.settings.max_body_bytes;
+                    let sizes = usize::try_from(size).ok().and_then(|size| {
+                        let total = body.len().checked_add(size)?;
+                        let end = used.checked_add(size)?.checked_add(2)?;
+                        (total <= max).then_some((size, end))
+                    });
+                    let Some((size, end)) = sizes else {
+                        return Ok(Some(Err(StatusCode::PAYLOAD_TOO_LARGE)));
                     };
-                    match self.fill(used + size + 2).await? {
+                    match self.fill(end).await? {
                         Read::Data => {}
                         other => break other,
                     }
                     body.extend_from_slice(&self.buf[used..used + size]);
-                    if &self.buf[used + size..used + size + 2] != b"\r\n" {
+                    if &self.buf[used + size..end] != b"\r\n" {
                         return Ok(Some(Err(StatusCode::BAD_REQUEST)));
                     }
-                    self.buf.drain(..used + size + 2);
+                    self.buf.drain(..end);
                 }
                 Ok(httparse::Status::Partial) if self.buf.len() > MAX_LINE => {
                     return Ok(Some(Err(StatusCode::BAD_REQUEST)));

@@ -1,0 +1,103 @@
+//! Regression tests for defects a review found: chunk sizes and lengths
+//! whose arithmetic overflowed (a remote panic). Each failed before its
+//! fix.
+#![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
+
+mod support;
+
+use http::{Request, Response, StatusCode};
+use proscenium::ActorSystem;
+use proscenium_http::{Body, Http, ServerBinding, ServerSettings};
+use std::io::Write;
+use support::{assert_eof, connect, get, read_answer, system};
+
+/// Answers `"<path> <body length>"`; `/status/NNN` answers with that
+/// status.
+fn serve(system: &ActorSystem, settings: ServerSettings) -> ServerBinding {
+    Http::bind_with(
+        system,
+        "127.0.0.1:0".parse().unwrap(),
+        settings,
+        |req: Request<Body>| async move {
+            let path = req.uri().path().to_string();
+            if let Some(code) = path.strip_prefix("/status/") {
+                let mut response = Response::new(Body::from("informational?"));
+                *response.status_mut() = StatusCode::from_bytes(code.as_bytes()).unwrap();
+                return response;
+            }
+            Response::new(Body::from(format!("{path} {}", req.body().len())))
+        },
+    )
+    .unwrap()
+}
+
+/// The server still serves a new connection (no panic took it down).
+fn still_serves(binding: &ServerBinding) {
+    let mut c = connect(binding);
+    get(&mut c, "/next");
+    assert_eq!(read_answer(&mut c).body, "/next 0");
+}
+
+/// Sends `request`, expects `status` with `Connection: close`, then EOF.
+fn refused(binding: &ServerBinding, request: &[u8], status: u16) {
+    let mut c = connect(binding);
+    c.write_all(request).unwrap();
+    let a = read_answer(&mut c);
+    assert_eq!(a.status, status, "{:?}", String::from_utf8_lossy(request));
+    assert_eq!(a.header("connection"), Some("close"));
+    assert_eof(&mut c);
+    still_serves(binding);
+}
+
+const CHUNKED: &[u8] = b"POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+
+fn chunked(rest: &[u8]) -> Vec<u8> {
+    [CHUNKED, rest].concat()
+}
+
+/// httparse takes chunk sizes of up to 16 hex digits (any u64): the sums
+/// with them overflowed (a panic in a debug build; a wrapped length and a
+/// panic on slicing in release). Each is refused with 413.
+#[test]
+fn chunk_sizes_of_16_hex_digits_are_answered_413() {
+    let system = system();
+    let binding = serve(&system, ServerSettings::default());
+    // The largest size: beyond any limit.
+    refused(&binding, &chunked(b"ffffffffffffffff\r\n"), 413);
+    // Ten bytes in, then a size that brings the total to exactly 2^64
+    // (`body.len() + size` wrapped to 0, under the limit).
+    refused(
+        &binding,
+        &chunked(b"a\r\n0123456789\r\nfffffffffffffff6\r\n"),
+        413,
+    );
+    refused(&binding, &chunked(b"8000000000000000\r\n"), 413);
+    // Within 8 MiB by one byte too many, as a 16-digit size.
+    refused(&binding, &chunked(b"0000000000800001\r\n"), 413);
+    // A 17th digit is a malformed size.
+    refused(&binding, &chunked(b"10000000000000000\r\n"), 400);
+
+    // A limit as large as the caller likes: the size is within it, and the
+    // end of the chunk in the buffer (`used + size + 2`) overflowed.
+    let unlimited = serve(
+        &system,
+        ServerSettings::default().max_body_bytes(usize::MAX),
+    );
+    refused(&unlimited, &chunked(b"ffffffffffffffff\r\n"), 413);
+    refused(&unlimited, &chunked(b"fffffffffffffffe\r\n"), 413);
+    // ... and so did the head's length plus a Content-Length within it.
+    refused(
+        &unlimited,
+        format!(
+            "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n",
+            usize::MAX
+        )
+        .as_bytes(),
+        413,
+    );
+    // Small bodies are still served there.
+    let mut c = connect(&unlimited);
+    c.write_all(&chunked(b"3\r\nabc\r\n0\r\n\r\n")).unwrap();
+    assert_eq!(read_answer(&mut c).body, "/c 3");
+    system.terminate().wait();
+}
