@@ -150,6 +150,7 @@ impl Connection {
                 self.answer_now_and_close(response, head_request).await;
                 return Ok(());
             };
+            let response = final_response(response, &span);
             span.record("status", response.status().as_u16());
             self.control.metrics().response(response.status());
             // Akka: "if user code emits a response within the timeout, then
@@ -619,6 +620,25 @@ impl Connection {
         })
         .await
     }
+}
+
+/// The handler's `response`, unless its status is informational (1xx):
+/// that is not a final response (no framing, and the client would wait
+/// for the real one; upgrades such as `101 Switching Protocols` are not
+/// supported), so it is logged and answered `500 Internal Server Error`.
+fn final_response(response: Response<Body>, span: &tracing::Span) -> Response<Body> {
+    let status = response.status();
+    if !status.is_informational() {
+        return response;
+    }
+    span.in_scope(|| {
+        tracing::error!(
+            %status,
+            "the handler answered with an informational status, which is not a final \
+             response: answered 500 instead"
+        );
+    });
+    wire::empty_response(StatusCode::INTERNAL_SERVER_ERROR)
 }
 
 fn request(head: Head, body: Body) -> Request<Body> {

@@ -13,7 +13,8 @@
 //! `Transfer-Encoding: chunked`; every response carries a `Date`. A
 //! malformed request is answered 400, a head too large 431, a body too
 //! large 413, a head that does not arrive in time 408, and the connection
-//! closes; a handler that panics is answered 500 and the server goes on.
+//! closes; a handler that panics, or answers with an informational (1xx)
+//! status, is answered 500 and the server goes on.
 //!
 //! The [`ServerBinding`] stops the server (Akka HTTP's graceful
 //! termination, docs/decisions/0012-http-server.md):

@@ -1,6 +1,6 @@
 //! Regression tests for defects a review found: chunk sizes and lengths
-//! whose arithmetic overflowed (a remote panic). Each failed before its
-//! fix.
+//! whose arithmetic overflowed (a remote panic), and a handler's 1xx
+//! answer written as if it were final. Each failed before its fix.
 #![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
 
 mod support;
@@ -99,5 +99,30 @@ fn chunk_sizes_of_16_hex_digits_are_answered_413() {
     let mut c = connect(&unlimited);
     c.write_all(&chunked(b"3\r\nabc\r\n0\r\n\r\n")).unwrap();
     assert_eq!(read_answer(&mut c).body, "/c 3");
+    system.terminate().wait();
+}
+
+/// A 1xx from the handler is no final response: written as one, without
+/// framing, it left the client waiting for the real answer on a
+/// connection that carried on. It is answered 500, and the connection goes
+/// on.
+#[test]
+fn a_handler_answering_1xx_is_answered_500() {
+    let system = system();
+    let binding = serve(&system, ServerSettings::default());
+    let mut c = connect(&binding);
+    for path in ["/status/101", "/status/100", "/status/199"] {
+        get(&mut c, path);
+        let a = read_answer(&mut c);
+        assert_eq!(a.status, 500, "{path}");
+        assert_eq!(a.header("content-length"), Some("0"));
+        assert_eq!(a.header("connection"), None);
+    }
+    get(&mut c, "/after");
+    assert_eq!(read_answer(&mut c).body, "/after 0");
+    let m = binding.metrics();
+    assert_eq!(m.responses_with(StatusCode::INTERNAL_SERVER_ERROR), 3);
+    assert_eq!(m.responses_with(StatusCode::SWITCHING_PROTOCOLS), 0);
+    assert_eq!(m.responses.informational, 0);
     system.terminate().wait();
 }
