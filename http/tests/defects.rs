@@ -1,15 +1,22 @@
 //! Regression tests for defects a review found: chunk sizes and lengths
-//! whose arithmetic overflowed (a remote panic), and a handler's 1xx
-//! answer written as if it were final. Each failed before its fix.
+//! whose arithmetic overflowed (a remote panic), `Expect: 100-continue`
+//! during a termination, and a handler's 1xx answer written as if it were
+//! final. Each failed before its fix.
 #![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
 
 mod support;
 
 use http::{Request, Response, StatusCode};
 use proscenium::ActorSystem;
-use proscenium_http::{Body, Http, ServerBinding, ServerSettings};
+use proscenium_http::{Body, Http, HttpTermination, ServerBinding, ServerSettings};
 use std::io::Write;
-use support::{assert_eof, connect, get, read_answer, system};
+use std::sync::mpsc;
+use std::time::Duration;
+use support::{
+    assert_eof, capture, connect, get, read_answer, slow_server_with, system, Gate, PATIENCE,
+};
+
+const LONG: Duration = Duration::from_secs(3600);
 
 /// Answers `"<path> <body length>"`; `/status/NNN` answers with that
 /// status.
@@ -99,6 +106,90 @@ fn chunk_sizes_of_16_hex_digits_are_answered_413() {
     let mut c = connect(&unlimited);
     c.write_all(&chunked(b"3\r\nabc\r\n0\r\n\r\n")).unwrap();
     assert_eq!(read_answer(&mut c).body, "/c 3");
+    system.terminate().wait();
+}
+
+/// Waits on a helper thread: fails the test after [`PATIENCE`] instead of
+/// hanging it.
+fn terminated_within_patience(termination: HttpTermination) -> proscenium_http::HttpTerminated {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(termination.wait());
+    });
+    rx.recv_timeout(PATIENCE)
+        .expect("the termination completed in time")
+        .unwrap()
+}
+
+/// Akka: "The existing connections will remain alive until the
+/// hardDeadline is exceeded, yet no new requests will be delivered to the
+/// user handler. All such drained responses will be replied to with an
+/// termination response". A request whose head completes during the
+/// termination and that waits for `100 Continue` gets the termination
+/// response right after its head: before, no 100 was sent and the server
+/// waited for the body the client was holding back (until the idle
+/// timeout, then closed without a response).
+#[test]
+fn a_request_expecting_100_continue_during_termination_is_answered_at_once() {
+    let system = system();
+    let (binding, entered_rx) =
+        slow_server_with(&system, ServerSettings::default(), Gate::default());
+    let capture = capture();
+    let mark = capture.mark();
+    let mut c = connect(&binding);
+    c.write_all(b"POST /slow HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n")
+        .unwrap();
+    capture.wait_event_on(mark, c.local_addr().unwrap(), "receiving a request");
+
+    let termination = binding.terminate(LONG);
+    c.write_all(b"\r\n").unwrap();
+    // No 100 Continue, no wait for the body: the termination response.
+    let a = read_answer(&mut c);
+    assert_eq!(a.status, 503);
+    assert_eq!(a.header("connection"), Some("close"));
+    assert_eof(&mut c);
+    assert!(entered_rx.try_recv().is_err());
+    assert_eq!(
+        terminated_within_patience(termination).forced_connections,
+        0
+    );
+    let m = binding.metrics();
+    assert_eq!(m.responses_with(StatusCode::SERVICE_UNAVAILABLE), 1);
+    assert_eq!(m.responses_with(StatusCode::CONTINUE), 0);
+    system.terminate().wait();
+}
+
+/// The same once the 100 was sent and the body is on its way: the request
+/// has not reached the handler, so the termination answers it without
+/// waiting for the rest of the body.
+#[test]
+fn a_body_still_coming_when_the_termination_starts_is_not_awaited() {
+    let system = system();
+    let (binding, entered_rx) =
+        slow_server_with(&system, ServerSettings::default(), Gate::default());
+    let mut c = connect(&binding);
+    c.write_all(
+        b"POST /slow HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n",
+    )
+    .unwrap();
+    assert_eq!(read_answer(&mut c).status, 100);
+    // Two bytes of five: the server, having sent the 100, waits for the
+    // rest (whether or not these two are in yet).
+    c.write_all(b"ab").unwrap();
+    let termination = binding.terminate(LONG);
+    let a = read_answer(&mut c);
+    assert_eq!(a.status, 503);
+    assert_eq!(a.header("connection"), Some("close"));
+    assert_eof(&mut c);
+    assert!(entered_rx.try_recv().is_err());
+    assert_eq!(
+        terminated_within_patience(termination).forced_connections,
+        0
+    );
+    let m = binding.metrics();
+    assert_eq!(m.responses_with(StatusCode::CONTINUE), 1);
+    assert_eq!(m.responses_with(StatusCode::SERVICE_UNAVAILABLE), 1);
+    assert_eq!(m.requests, 0);
     system.terminate().wait();
 }
 
