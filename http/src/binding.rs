@@ -37,6 +37,7 @@ pub struct ServerSettings {
     pub(crate) idle_timeout: Duration,
     pub(crate) header_read_timeout: Duration,
     pub(crate) max_connections: usize,
+    pub(crate) linger_timeout: Duration,
     /// The responses sent during termination (setters in terminate.rs).
     pub(crate) termination: TerminationResponses,
 }
@@ -49,6 +50,7 @@ impl Default for ServerSettings {
             idle_timeout: Duration::from_secs(60),
             header_read_timeout: Duration::from_secs(30),
             max_connections: 1024,
+            linger_timeout: Duration::from_secs(60),
             termination: TerminationResponses::default(),
         }
     }
@@ -99,6 +101,29 @@ impl ServerSettings {
     /// are accepted as open ones close. At least 1.
     pub fn max_connections(mut self, connections: usize) -> ServerSettings {
         self.max_connections = connections.max(1);
+        self
+    }
+
+    /// How long a connection lingers after its last response (Akka's
+    /// `akka.http.server.linger-timeout`, same default: 1 min).
+    ///
+    /// A response that closes the connection (`Connection: close`: a
+    /// refusal such as 400 or 413, the termination response, a handler's
+    /// response to a request that asked to close, ...) is followed by a
+    /// *lingering close* (RFC 9112 §9.6): the server shuts down its write
+    /// half, so the client reads the response and then EOF, and reads and
+    /// discards whatever the client still sends (a refused body, pipelined
+    /// requests) until the client closes, this timeout passes, or a
+    /// termination's hard deadline does. Closing at once instead, with
+    /// unread bytes in the socket, would make the kernel send a reset that
+    /// can destroy the response before the client has read it (and fails
+    /// the client's writes). During a termination, a lingering connection
+    /// with nothing to read is closed at once, as an idle one is.
+    ///
+    /// `Duration::ZERO`: no lingering (close at once); `Duration::MAX`:
+    /// linger until the client closes.
+    pub fn linger_timeout(mut self, timeout: Duration) -> ServerSettings {
+        self.linger_timeout = timeout;
         self
     }
 }

@@ -170,7 +170,8 @@ impl Connection {
             // handler. All such drained responses will be replied to with an
             // termination response". Answered as soon as the head is in,
             // without waiting for the body: a client waiting for `100
-            // Continue` would otherwise wait for nothing.
+            // Continue` would otherwise wait for nothing (the body it does
+            // send is discarded by the lingering close).
             if self.control.signals().terminating {
                 return self.answer_terminating(&span, head_request).await;
             }
@@ -216,8 +217,13 @@ impl Connection {
                 keep_alive_10,
                 head_request,
             };
-            if self.respond(response, framed, http_10).await? != Wrote::All || close {
-                return self.close();
+            match self.respond(response, framed, http_10).await? {
+                Wrote::All if !close => {}
+                Wrote::All | Wrote::AllThenClose => {
+                    self.linger().await;
+                    return Ok(());
+                }
+                Wrote::Cut => return self.close(),
             }
         }
     }
@@ -461,6 +467,66 @@ impl Connection {
         })
     }
 
+    /// The lingering close (RFC 9112 §9.6; Akka HTTP's `linger-timeout`,
+    /// nginx's `lingering_close`), after a final response that closes the
+    /// connection: shuts down the write half (the client reads the
+    /// response, then EOF), then reads and discards what the client still
+    /// sends until it closes, the linger timeout passes, or the hard
+    /// deadline does. Closing at once with unread bytes in the socket
+    /// would send a reset, which discards the response bytes the kernel
+    /// has not sent yet and fails the client's writes (a client sending a
+    /// body the server refused never gets to read the refusal).
+    ///
+    /// During a termination, a lingering connection with nothing to read
+    /// is closed at once: it has no request in flight (Akka: "if a
+    /// connection has no “in-flight” request, it is terminated
+    /// immediately"), and its response is out.
+    async fn linger(&mut self) {
+        if let Err(e) = self.close() {
+            tracing::debug!(error = %e, "shutting down the write half failed");
+            return;
+        }
+        // Tests wait on this event.
+        tracing::trace!("lingering after the last response");
+        self.buf = Vec::new();
+        let after = self.settings.linger_timeout;
+        if after.is_zero() {
+            return;
+        }
+        // Armed now: the timeout bounds the whole linger, also for a client
+        // that keeps sending.
+        let mut deadline = Deadline::new(after);
+        let mut sink = [0u8; 8192];
+        let stream = &mut self.stream;
+        let control = &self.control;
+        let handle = &self.handle;
+        let discarded = poll_fn(|cx| {
+            let signals = control.poll_signals(cx);
+            if signals.forced || deadline.poll(handle, cx).is_ready() {
+                return Poll::Ready(Ok(false));
+            }
+            // A bounded number of reads per poll: a client that sends as
+            // fast as the worker reads does not keep the worker.
+            for _ in 0..16 {
+                match Pin::new(&mut *stream).poll_read(cx, &mut sink) {
+                    Poll::Ready(Ok(0)) => return Poll::Ready(Ok(true)),
+                    Poll::Ready(Ok(_)) => {}
+                    Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                    Poll::Pending if signals.terminating => return Poll::Ready(Ok(false)),
+                    Poll::Pending => return Poll::Pending,
+                }
+            }
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        })
+        .await;
+        match discarded {
+            Ok(true) => tracing::trace!("the client closed after the last response"),
+            Ok(false) => tracing::trace!("lingering ended before the client closed"),
+            Err(e) => tracing::debug!(error = %e, "reading while lingering failed"),
+        }
+    }
+
     /// Writes all of `bytes`; Cut if the hard deadline passed first, or the
     /// socket accepted nothing for the idle timeout (a client that does
     /// not read).
@@ -617,8 +683,13 @@ impl Connection {
         // must stay Send.
         let bytes = wire::encode(&response, framed);
         drop(response);
-        self.write(&bytes).await?;
-        self.close()
+        match self.write(&bytes).await? {
+            Wrote::All => {
+                self.linger().await;
+                Ok(())
+            }
+            _ => self.close(),
+        }
     }
 
     /// Writes as much of `response` (counted) as the socket takes without

@@ -1,7 +1,8 @@
 //! Regression tests for defects a review found: chunk sizes and lengths
 //! whose arithmetic overflowed (a remote panic), `Expect: 100-continue`
-//! during a termination, and a handler's 1xx answer written as if it were
-//! final. Each failed before its fix.
+//! during a termination, the missing lingering close (a reset that
+//! destroyed the last response), and a handler's 1xx answer written as if
+//! it were final. Each failed before its fix.
 #![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
 
 mod support;
@@ -9,7 +10,8 @@ mod support;
 use http::{Request, Response, StatusCode};
 use proscenium::ActorSystem;
 use proscenium_http::{Body, Http, HttpTermination, ServerBinding, ServerSettings};
-use std::io::Write;
+use std::io::{ErrorKind, Read, Write};
+use std::net::TcpStream;
 use std::sync::mpsc;
 use std::time::Duration;
 use support::{
@@ -37,6 +39,9 @@ fn serve(system: &ActorSystem, settings: ServerSettings) -> ServerBinding {
     )
     .unwrap()
 }
+
+/// A request body larger than the socket buffers on both sides.
+const BIG: usize = 16 * 1024 * 1024;
 
 /// The server still serves a new connection (no panic took it down).
 fn still_serves(binding: &ServerBinding) {
@@ -190,6 +195,212 @@ fn a_body_still_coming_when_the_termination_starts_is_not_awaited() {
     assert_eq!(m.responses_with(StatusCode::CONTINUE), 1);
     assert_eq!(m.responses_with(StatusCode::SERVICE_UNAVAILABLE), 1);
     assert_eq!(m.requests, 0);
+    system.terminate().wait();
+}
+
+/// Writes all of `bytes`; fails the test if the server resets the
+/// connection (or it breaks) before it took them all.
+fn write_all_or_reset(c: &mut TcpStream, bytes: &[u8]) {
+    if let Err(e) = c.write_all(bytes) {
+        panic!("the server reset the connection while the client was still sending: {e}");
+    }
+}
+
+/// Reads to EOF: the close must be an EOF after the response, not a reset.
+fn assert_clean_eof(c: &mut TcpStream) {
+    let mut rest = Vec::new();
+    match c.read_to_end(&mut rest) {
+        Ok(_) => assert!(rest.is_empty(), "more bytes: {}", rest.len()),
+        Err(e) => panic!("not a clean close: {e}"),
+    }
+}
+
+/// A body over the limit, sent in full (more than the socket buffers hold)
+/// with requests pipelined behind it, by a client that reads only once it
+/// has written everything (as simple clients do): it gets the whole 413,
+/// then EOF. Before the lingering close the server closed with the unread
+/// body in its socket, which sent a reset: the client's write failed and
+/// the answer was lost to it.
+#[test]
+fn a_refused_body_sent_in_full_still_gets_the_whole_refusal() {
+    let system = system();
+    let binding = serve(&system, ServerSettings::default().max_body_bytes(16));
+    let mut c = connect(&binding);
+    let mut request =
+        format!("POST /big HTTP/1.1\r\nHost: x\r\nContent-Length: {BIG}\r\n\r\n").into_bytes();
+    request.extend(std::iter::repeat(b'b').take(BIG));
+    for _ in 0..3 {
+        request.extend_from_slice(b"GET /pipelined HTTP/1.1\r\nHost: x\r\n\r\n");
+    }
+    write_all_or_reset(&mut c, &request);
+    let a = read_answer(&mut c);
+    assert_eq!(a.status, 413);
+    assert_eq!(a.header("connection"), Some("close"));
+    assert_clean_eof(&mut c);
+    drop(c);
+    // The client closed: the linger is over and the connection gone.
+    assert_eq!(
+        terminated_within_patience(binding.terminate(LONG)).forced_connections,
+        0
+    );
+    system.terminate().wait();
+}
+
+/// The same for a malformed request (400) followed by much more input.
+#[test]
+fn garbage_followed_by_much_more_still_gets_the_whole_400() {
+    let system = system();
+    let binding = serve(&system, ServerSettings::default());
+    let mut c = connect(&binding);
+    let mut request = b"NOT HTTP AT ALL\r\n\r\n".to_vec();
+    request.extend(std::iter::repeat(b'g').take(BIG));
+    write_all_or_reset(&mut c, &request);
+    let a = read_answer(&mut c);
+    assert_eq!(a.status, 400);
+    assert_clean_eof(&mut c);
+    system.terminate().wait();
+}
+
+/// A handler's response that closes the connection, with a request
+/// pipelined behind it that the server has not read, to a client whose
+/// small receive buffer leaves part of the response in the server's send
+/// queue when the server is done writing: closing then (with unread bytes)
+/// sent a reset, which discarded that part of the response; lingering
+/// lets all of it arrive.
+#[test]
+fn a_closing_response_with_a_pipelined_request_behind_it_arrives_whole() {
+    let system = system();
+    let binding = Http::bind(
+        &system,
+        "127.0.0.1:0".parse().unwrap(),
+        |_: Request<Body>| async move {
+            let mut response = Response::new(Body::from(vec![b'x'; CLOSING]));
+            response
+                .headers_mut()
+                .insert("connection", "close".parse().unwrap());
+            response
+        },
+    )
+    .unwrap();
+    let capture = capture();
+    let mark = capture.mark();
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    // The smallest the kernel allows (a few KiB).
+    socket.set_recv_buffer_size(1).unwrap();
+    socket.connect(&binding.local_addr().into()).unwrap();
+    let mut c = TcpStream::from(socket);
+    c.set_read_timeout(Some(PATIENCE)).unwrap();
+    let peer = c.local_addr().unwrap();
+    let mut requests = b"GET /close HTTP/1.1\r\nHost: x\r\n\r\n".to_vec();
+    // More than the server reads at a time (8 KiB): most of it stays in
+    // the socket, unread.
+    let body = 64 * 1024;
+    requests.extend_from_slice(
+        format!("POST /after HTTP/1.1\r\nHost: x\r\nContent-Length: {body}\r\n\r\n").as_bytes(),
+    );
+    requests.extend(std::iter::repeat(b'p').take(body));
+    write_all_or_reset(&mut c, &requests);
+    // The server is done writing (it closed, or it lingers) before the
+    // client reads a byte.
+    capture.wait_for(|r| {
+        let closed = r.connection(mark, peer).is_some_and(|(_, s)| s.closed());
+        let lingering = r.events_on(mark, peer).into_iter().any(|e| {
+            e.fields.get("message").map(String::as_str) == Some("lingering after the last response")
+        });
+        (closed || lingering).then_some(())
+    });
+    let a = read_answer(&mut c);
+    assert_eq!(a.status, 200);
+    assert_eq!(a.header("connection"), Some("close"));
+    assert_eq!(a.body.len(), CLOSING);
+    assert_clean_eof(&mut c);
+    system.terminate().wait();
+}
+
+/// More than the client's smallest receive buffer holds, less than that
+/// plus the server's initial send buffer (16 KiB, tcp_wmem).
+const CLOSING: usize = 6 * 1024;
+
+/// A client that neither sends nor closes after the last response: the
+/// linger ends at the linger timeout and the connection is gone.
+#[test]
+fn lingering_ends_at_the_linger_timeout() {
+    let system = system();
+    let binding = serve(
+        &system,
+        ServerSettings::default().linger_timeout(Duration::from_millis(100)),
+    );
+    let capture = capture();
+    let mark = capture.mark();
+    let mut c = connect(&binding);
+    let peer = c.local_addr().unwrap();
+    c.write_all(b"GET /a HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    assert_eq!(read_answer(&mut c).body, "/a 0");
+    assert_eof(&mut c);
+    // The connection's span closes when its task is over: after the linger.
+    capture.wait_for(|r| {
+        r.connection(mark, peer)
+            .filter(|(_, s)| s.closed())
+            .map(|_| ())
+    });
+    assert_eq!(binding.open_connections(), 0);
+    assert_eq!(binding.metrics().open_connections, 0);
+    drop(c);
+    system.terminate().wait();
+}
+
+/// A lingering connection holds its place in the server until the client
+/// closes (it is still open); a termination closes it at once when it has
+/// nothing to read (Akka: "if a connection has no “in-flight” request, it
+/// is terminated immediately"), so the termination completes.
+#[test]
+fn a_termination_closes_a_quiet_lingering_connection() {
+    let system = system();
+    let binding = serve(&system, ServerSettings::default());
+    let mut c = connect(&binding);
+    c.write_all(b"GET /a HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    assert_eq!(read_answer(&mut c).body, "/a 0");
+    assert_eof(&mut c);
+    assert_eq!(binding.open_connections(), 1);
+    let terminated = terminated_within_patience(binding.terminate(LONG));
+    assert_eq!(terminated.forced_connections, 0);
+    assert_eq!(binding.open_connections(), 0);
+    drop(c);
+    system.terminate().wait();
+}
+
+/// A client that keeps sending after its last response keeps the server
+/// lingering (reading and discarding) until the hard deadline, which
+/// closes it: the termination completes, and the client's writes fail.
+#[test]
+fn the_hard_deadline_cuts_a_lingering_connection() {
+    let system = system();
+    let binding = serve(&system, ServerSettings::default());
+    let mut c = connect(&binding);
+    c.write_all(b"GET /a HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    assert_eq!(read_answer(&mut c).body, "/a 0");
+    let mut writer = c.try_clone().unwrap();
+    let flood = std::thread::spawn(move || {
+        let junk = vec![b'j'; 64 * 1024];
+        loop {
+            if let Err(e) = writer.write_all(&junk) {
+                return e.kind();
+            }
+        }
+    });
+    // Whether the server sees a pause in the flood (and closes the quiet
+    // connection) or the hard deadline comes first, the termination ends
+    // and so does the flood.
+    let terminated = terminated_within_patience(binding.terminate(Duration::from_millis(100)));
+    assert!(terminated.forced_connections <= 1);
+    let kind = flood.join().unwrap();
+    assert!(
+        matches!(kind, ErrorKind::ConnectionReset | ErrorKind::BrokenPipe),
+        "{kind:?}"
+    );
     system.terminate().wait();
 }
 
