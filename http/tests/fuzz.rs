@@ -377,6 +377,8 @@ fn chunk_sizes_of_up_to_16_hex_digits() {
         0u64..5000,
         (u64::MAX - 100)..=u64::MAX,
         Just(1u64 << 63),
+        // The last chunk's size.
+        Just(0u64),
     ];
     let input = (0usize..64, size, any::<bool>());
     runner()
@@ -396,7 +398,10 @@ fn chunk_sizes_of_up_to_16_hex_digits() {
             bytes.extend_from_slice(line.as_bytes());
             let total = (first as u64).checked_add(size);
             let fits = total.is_some_and(|t| t <= 4096);
-            if fits {
+            if size == 0 {
+                // The size line was the last chunk: the empty trailers.
+                bytes.extend_from_slice(b"\r\n");
+            } else if fits {
                 bytes.extend(std::iter::repeat(b'b').take(size as usize));
                 bytes.extend_from_slice(b"\r\n0\r\n\r\n");
             }
