@@ -37,6 +37,7 @@ pub struct ServerSettings {
     pub(crate) idle_timeout: Duration,
     pub(crate) header_read_timeout: Duration,
     pub(crate) max_connections: usize,
+    pub(crate) linger_timeout: Duration,
     /// The responses sent during termination (setters in terminate.rs).
     pub(crate) termination: TerminationResponses,
 }
@@ -49,6 +50,7 @@ impl Default for ServerSettings {
             idle_timeout: Duration::from_secs(60),
             header_read_timeout: Duration::from_secs(30),
             max_connections: 1024,
+            linger_timeout: Duration::from_secs(60),
             termination: TerminationResponses::default(),
         }
     }
@@ -99,6 +101,29 @@ impl ServerSettings {
     /// are accepted as open ones close. At least 1.
     pub fn max_connections(mut self, connections: usize) -> ServerSettings {
         self.max_connections = connections.max(1);
+        self
+    }
+
+    /// How long a connection lingers after its last response (Akka's
+    /// `akka.http.server.linger-timeout`, same default: 1 min).
+    ///
+    /// A response that closes the connection (`Connection: close`: a
+    /// refusal such as 400 or 413, the termination response, a handler's
+    /// response to a request that asked to close, ...) is followed by a
+    /// *lingering close* (RFC 9112 §9.6): the server shuts down its write
+    /// half, so the client reads the response and then EOF, and reads and
+    /// discards whatever the client still sends (a refused body, pipelined
+    /// requests) until the client closes, this timeout passes, or a
+    /// termination's hard deadline does. Closing at once instead, with
+    /// unread bytes in the socket, would make the kernel send a reset that
+    /// can destroy the response before the client has read it (and fails
+    /// the client's writes). During a termination, a lingering connection
+    /// with nothing to read is closed at once, as an idle one is.
+    ///
+    /// `Duration::ZERO`: no lingering (close at once); `Duration::MAX`:
+    /// linger until the client closes.
+    pub fn linger_timeout(mut self, timeout: Duration) -> ServerSettings {
+        self.linger_timeout = timeout;
         self
     }
 }
@@ -247,6 +272,33 @@ impl Http {
 /// resources (descriptors, memory) before it tries again.
 const ACCEPT_ERROR_PAUSE: Duration = Duration::from_millis(100);
 
+/// What the accept loop does after an accept failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AcceptFailure {
+    /// The scheduler shut down: stop.
+    ShutDown,
+    /// That one connection is lost: go on at once.
+    Lost,
+    /// Anything else (out of descriptors, memory, reactor slots): pause,
+    /// then go on.
+    Pause,
+}
+
+/// How the accept loop takes `error`. Only the scheduler's own shutdown
+/// error ends it: the reactor fails with other errors of the same kind
+/// (`Other`: "too many sources registered with the reactor"), which pass.
+fn accept_failure(error: &io::Error) -> AcceptFailure {
+    if proscenium::net::is_shut_down(error) {
+        return AcceptFailure::ShutDown;
+    }
+    match error.kind() {
+        io::ErrorKind::ConnectionAborted
+        | io::ErrorKind::ConnectionReset
+        | io::ErrorKind::Interrupted => AcceptFailure::Lost,
+        _ => AcceptFailure::Pause,
+    }
+}
+
 async fn accept_loop(
     listener: TcpListener,
     server: Arc<Server>,
@@ -303,40 +355,38 @@ async fn accept_loop(
                     handle.spawn_detached(serve.instrument(span));
                 }
             }
-            // The scheduler shut down: nothing more will be accepted.
-            Some(Err(e)) if e.kind() == io::ErrorKind::Other => break,
-            // A connection reset before it was accepted: that connection
-            // is lost, the server goes on.
-            Some(Err(e))
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::ConnectionAborted
-                        | io::ErrorKind::ConnectionReset
-                        | io::ErrorKind::Interrupted
-                ) =>
-            {
-                tracing::debug!(error = %e, "accepting a connection failed");
-            }
-            // Out of descriptors (EMFILE, ENFILE) or of kernel memory: the
-            // connection stays in the backlog and the next accept fails the
-            // same way at once, so retrying now would spin this worker for
-            // as long as the shortage lasts. Wait a little (hyper and
-            // actix-web do the same), or until unbound.
-            Some(Err(e)) => {
-                tracing::warn!(error = %e, "accepting a connection failed; retrying in 100 ms");
-                let mut pause = handle.sleep(ACCEPT_ERROR_PAUSE);
-                poll_fn(|cx| {
-                    {
-                        let mut state = server.lock();
-                        if state.unbind_requested {
-                            return Poll::Ready(());
+            Some(Err(e)) => match accept_failure(&e) {
+                // The scheduler shut down: nothing more will be accepted.
+                AcceptFailure::ShutDown => break,
+                // A connection reset before it was accepted: that
+                // connection is lost, the server goes on.
+                AcceptFailure::Lost => {
+                    tracing::debug!(error = %e, "accepting a connection failed");
+                }
+                // Out of descriptors (EMFILE, ENFILE) or of kernel memory:
+                // the connection stays in the backlog and the next accept
+                // fails the same way at once, so retrying now would spin
+                // this worker for as long as the shortage lasts. Wait a
+                // little (hyper and actix-web do the same), or until
+                // unbound. The same for any other failure (the reactor out
+                // of slots for the accepted socket, ...): a server that
+                // stopped accepting for good would be worse.
+                AcceptFailure::Pause => {
+                    tracing::warn!(error = %e, "accepting a connection failed; retrying in 100 ms");
+                    let mut pause = handle.sleep(ACCEPT_ERROR_PAUSE);
+                    poll_fn(|cx| {
+                        {
+                            let mut state = server.lock();
+                            if state.unbind_requested {
+                                return Poll::Ready(());
+                            }
+                            state.accept_waker = Some(cx.waker().clone());
                         }
-                        state.accept_waker = Some(cx.waker().clone());
-                    }
-                    Pin::new(&mut pause).poll(cx)
-                })
-                .await;
-            }
+                        Pin::new(&mut pause).poll(cx)
+                    })
+                    .await;
+                }
+            },
         }
     }
     drop(listener);
@@ -577,8 +627,9 @@ impl ServerBinding {
     }
 
     /// A snapshot of the server's counters: connections, requests in the
-    /// handler, responses by status class (see [`ServerMetrics`]). A few
-    /// relaxed atomic loads; no lock.
+    /// handler, responses by status class and by exact status (see
+    /// [`ServerMetrics`]). Relaxed atomic loads (one per status code, 900);
+    /// no lock.
     pub fn metrics(&self) -> ServerMetrics {
         self.server.metrics.snapshot()
     }
@@ -729,5 +780,70 @@ impl Future for Unbind {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         self.server.poll_unbound(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proscenium::ShutdownConfig;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::task::Wake;
+
+    struct Woken(AtomicBool);
+
+    impl Wake for Woken {
+        fn wake(self: Arc<Self>) {
+            // SeqCst: a test flag.
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// The reactor fails with `Other` for more than its shutdown (no slot
+    /// left for the accepted socket: "too many sources registered with the
+    /// reactor", not reachable in a test, 2^24 sockets): the accept loop
+    /// used to end for good on any `Other`, and now pauses and goes on; it
+    /// stops on the scheduler's shutdown error alone.
+    #[test]
+    fn only_the_scheduler_shutting_down_ends_the_accept_loop() {
+        let full = io::Error::other("too many sources registered with the reactor");
+        assert_eq!(accept_failure(&full), AcceptFailure::Pause);
+        assert_eq!(
+            accept_failure(&io::Error::other("scheduler shut down")),
+            AcceptFailure::Pause
+        );
+        assert_eq!(
+            accept_failure(&io::ErrorKind::ConnectionAborted.into()),
+            AcceptFailure::Lost
+        );
+        // EMFILE.
+        assert_eq!(
+            accept_failure(&io::Error::from_raw_os_error(24)),
+            AcceptFailure::Pause
+        );
+
+        // The real one: an accept pending when the scheduler shuts down.
+        let system = ActorSystem::builder()
+            .workers(1)
+            .pin_workers(false)
+            .coordinated_shutdown(ShutdownConfig::default().run_by_signals(false))
+            .build()
+            .expect("system");
+        let addr = "127.0.0.1:0".parse().expect("an address");
+        let listener = TcpListener::bind(system.scheduler_handle(), addr).expect("bind");
+        let woken = Arc::new(Woken(AtomicBool::new(false)));
+        let waker = Waker::from(Arc::clone(&woken));
+        let mut cx = Context::from_waker(&waker);
+        assert!(listener.poll_accept(&mut cx).is_pending());
+        system.terminate().wait();
+        // SeqCst: a test flag.
+        assert!(
+            woken.0.load(Ordering::SeqCst),
+            "the shutdown woke the accept"
+        );
+        match listener.poll_accept(&mut cx) {
+            Poll::Ready(Err(e)) => assert_eq!(accept_failure(&e), AcceptFailure::ShutDown),
+            other => panic!("{:?}", other.map(|r| r.map(|(_, peer)| peer))),
+        }
     }
 }

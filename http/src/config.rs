@@ -16,6 +16,8 @@ impl ServerSettings {
     /// * `header-read-timeout` (not Akka's): a duration or `"infinite"`;
     ///   see [`header_read_timeout`](Self::header_read_timeout);
     /// * `max-connections` (Akka's): a positive integer;
+    /// * `linger-timeout` (Akka's): a duration, `"infinite"`, or `"0 s"`
+    ///   (no lingering); see [`linger_timeout`](Self::linger_timeout);
     /// * `parsing.max-content-length` (Akka's): the largest request body,
     ///   bytes as an integer or a string with a unit (`"8 MiB"`; `B`,
     ///   `KiB`, `MiB`, `GiB`); see [`max_body_bytes`](Self::max_body_bytes);
@@ -32,6 +34,7 @@ impl ServerSettings {
     ///     [http.server]
     ///     idle-timeout = "30 s"
     ///     max-connections = 256
+    ///     linger-timeout = "10 s"
     ///     [http.server.parsing]
     ///     max-content-length = "1 MiB"
     /// "#)?;
@@ -58,6 +61,7 @@ impl ServerSettings {
                 "idle-timeout" => settings.idle_timeout(duration(value, &full)?),
                 "header-read-timeout" => settings.header_read_timeout(duration(value, &full)?),
                 "max-connections" => settings.max_connections(positive(value, &full)?),
+                "linger-timeout" => settings.linger_timeout(linger(value, &full)?),
                 "parsing" => {
                     for (key, value) in table(value, &full)? {
                         let full = format!("http.server.parsing.{key}");
@@ -108,6 +112,19 @@ fn duration(value: &toml::Value, key: &str) -> Result<Duration, ConfigError> {
         .ok_or_else(|| invalid(key, EXPECTED))
 }
 
+/// A duration as [`duration`] reads it, or zero (`"0 s"`: no lingering).
+fn linger(value: &toml::Value, key: &str) -> Result<Duration, ConfigError> {
+    const EXPECTED: &str = "a duration such as \"60 s\" or \"500 ms\", \"infinite\", or \"0 s\"";
+    let zero = value
+        .as_str()
+        .and_then(|text| toml_values::parse_duration(text.trim()))
+        .is_some_and(|d| d.is_zero());
+    if zero {
+        return Ok(Duration::ZERO);
+    }
+    duration(value, key).map_err(|_| invalid(key, EXPECTED))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,6 +144,7 @@ mod tests {
             idle-timeout = "1.5 s"
             header-read-timeout = "infinite"
             max-connections = 7
+            linger-timeout = "250 ms"
             [http.server.parsing]
             max-content-length = "2 KiB"
             max-head-size = 4096
@@ -136,10 +154,16 @@ mod tests {
         assert_eq!(s.idle_timeout, Duration::from_millis(1500));
         assert_eq!(s.header_read_timeout, Duration::MAX);
         assert_eq!(s.max_connections, 7);
+        assert_eq!(s.linger_timeout, Duration::from_millis(250));
         assert_eq!(s.max_body_bytes, 2048);
         assert_eq!(s.max_head_bytes, 4096);
+        let no_linger = settings("[http.server]\nlinger-timeout = \"0 s\"").expect("zero");
+        assert_eq!(no_linger.linger_timeout, Duration::ZERO);
+        let forever = settings("[http.server]\nlinger-timeout = \"infinite\"").expect("infinite");
+        assert_eq!(forever.linger_timeout, Duration::MAX);
         let d = settings("").expect("empty");
         let default = ServerSettings::default();
+        assert_eq!(d.linger_timeout, Duration::from_secs(60));
         assert_eq!(
             (d.idle_timeout, d.max_connections, d.max_body_bytes),
             (
@@ -175,6 +199,14 @@ mod tests {
             (
                 "[http.server]\nheader-read-timeout = \"-1 s\"",
                 "http.server.header-read-timeout",
+            ),
+            (
+                "[http.server]\nlinger-timeout = 60",
+                "http.server.linger-timeout",
+            ),
+            (
+                "[http.server]\nlinger-timeout = \"-1 s\"",
+                "http.server.linger-timeout",
             ),
             (
                 "[http.server]\nmax-connections = 0",
@@ -217,7 +249,7 @@ mod tests {
         #[test]
         fn any_value_is_ok_or_names_its_key(
             key in prop::sample::select(vec![
-                "idle-timeout", "header-read-timeout", "max-connections",
+                "idle-timeout", "header-read-timeout", "max-connections", "linger-timeout",
                 "parsing.max-content-length", "parsing.max-head-size",
             ]),
             value in prop_oneof![

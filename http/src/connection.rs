@@ -55,6 +55,53 @@ enum Read {
     Closed,
     /// The read's deadline passed first.
     TimedOut,
+    /// The server terminates: the request being read (its body) is not
+    /// read further (`Reading::Body` only).
+    Terminating,
+}
+
+/// What one poll of [`Connection::read_more`] found.
+enum Polled {
+    Bytes(usize),
+    Closed,
+    TimedOut,
+    Terminating,
+}
+
+/// What is being read, which decides what a termination does to the read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reading {
+    /// No byte of a next request is in: a termination closes the
+    /// connection once nothing is readable.
+    Idle,
+    /// A request head: a termination lets it complete (the request is then
+    /// answered with the termination response).
+    Head,
+    /// A request body: a termination stops the read at once.
+    Body,
+}
+
+/// How reading a request body ended.
+enum BodyRead {
+    /// All of it is in.
+    Body(Body),
+    /// Refused with this status (the connection then closes).
+    Refused(StatusCode),
+    /// The connection closed (the peer, or the hard deadline).
+    Closed,
+    /// The server terminates: the request gets the termination response.
+    Terminating,
+}
+
+impl BodyRead {
+    /// The outcome of a read that stopped short of the body's end.
+    fn ended(read: Read) -> BodyRead {
+        match read {
+            Read::Data | Read::Closed => BodyRead::Closed,
+            Read::TimedOut => BodyRead::Refused(StatusCode::REQUEST_TIMEOUT),
+            Read::Terminating => BodyRead::Terminating,
+        }
+    }
 }
 
 /// A read or write timeout, armed only when the operation would block (a
@@ -109,11 +156,6 @@ impl Connection {
                 Some(Err(status)) => return self.refuse(status).await,
                 None => return Ok(()),
             };
-            let body = match self.read_body(&head).await? {
-                Some(Ok(body)) => body,
-                Some(Err(status)) => return self.refuse(status).await,
-                None => return Ok(()),
-            };
             let head_request = head.method == Method::HEAD;
             // The request's span (a child of the connection's): the
             // handler runs in it; the status is recorded once known.
@@ -126,11 +168,22 @@ impl Connection {
             // Akka: "During that time incoming requests continue to be
             // served [...] yet no new requests will be delivered to the user
             // handler. All such drained responses will be replied to with an
-            // termination response".
+            // termination response". Answered as soon as the head is in,
+            // without waiting for the body: a client waiting for `100
+            // Continue` would otherwise wait for nothing (the body it does
+            // send is discarded by the lingering close).
             if self.control.signals().terminating {
-                let response = self.settings.termination.terminating.to_response();
-                span.record("status", response.status().as_u16());
-                return self.answer_and_close(response, head_request).await;
+                return self.answer_terminating(&span, head_request).await;
+            }
+            let body = match self.read_body(&head).await? {
+                BodyRead::Body(body) => body,
+                BodyRead::Refused(status) => return self.refuse(status).await,
+                BodyRead::Closed => return Ok(()),
+                // The termination came while the body was on its way.
+                BodyRead::Terminating => return self.answer_terminating(&span, head_request).await,
+            };
+            if self.control.signals().terminating {
+                return self.answer_terminating(&span, head_request).await;
             }
             let http_10 = head.version == Version::HTTP_10;
             let keep_alive_10 = http_10 && head.keep_alive;
@@ -150,6 +203,7 @@ impl Connection {
                 self.answer_now_and_close(response, head_request).await;
                 return Ok(());
             };
+            let response = final_response(response, &span);
             span.record("status", response.status().as_u16());
             self.control.metrics().response(response.status());
             // Akka: "if user code emits a response within the timeout, then
@@ -163,10 +217,27 @@ impl Connection {
                 keep_alive_10,
                 head_request,
             };
-            if self.respond(response, framed, http_10).await? != Wrote::All || close {
-                return self.close();
+            match self.respond(response, framed, http_10).await? {
+                Wrote::All if !close => {}
+                Wrote::All | Wrote::AllThenClose => {
+                    self.linger().await;
+                    return Ok(());
+                }
+                Wrote::Cut => return self.close(),
             }
         }
+    }
+
+    /// Answers the request whose span is `span` with the termination
+    /// response, then closes.
+    async fn answer_terminating(
+        &mut self,
+        span: &tracing::Span,
+        head_request: bool,
+    ) -> io::Result<()> {
+        let response = self.settings.termination.terminating.to_response();
+        span.record("status", response.status().as_u16());
+        self.answer_and_close(response, head_request).await
     }
 
     /// The next request head; `Some(Err(status))` if it is refused, `None`
@@ -189,18 +260,20 @@ impl Connection {
                     // Idle: no byte of the next request yet. Akka: "if a
                     // connection has no “in-flight” request, it is
                     // terminated immediately".
-                    match self.read_more(true, &mut idle).await? {
+                    match self.read_more(Reading::Idle, &mut idle).await? {
                         Read::Data => {}
-                        Read::Closed | Read::TimedOut => return Ok(None),
+                        Read::Closed | Read::TimedOut | Read::Terminating => return Ok(None),
                     }
                     // From here on the connection is not idle: a
                     // termination lets this request arrive and answers it
                     // (tests wait on this event).
                     tracing::trace!("receiving a request");
                 }
-                Parsed::Partial => match self.read_more(false, &mut head).await? {
+                // A termination lets the head arrive: the request is then
+                // answered with the termination response.
+                Parsed::Partial => match self.read_more(Reading::Head, &mut head).await? {
                     Read::Data => {}
-                    Read::Closed => return Ok(None),
+                    Read::Closed | Read::Terminating => return Ok(None),
                     Read::TimedOut => return Ok(Some(Err(StatusCode::REQUEST_TIMEOUT))),
                 },
             }
@@ -209,12 +282,15 @@ impl Connection {
 
     /// The body of the request `head` heads, consumed from the buffer with
     /// the head. Sends `100 Continue` first if the client waits for it and
-    /// the body is acceptable as far as its head tells.
-    async fn read_body(&mut self, head: &Head) -> io::Result<Option<Result<Body, StatusCode>>> {
+    /// the body is acceptable as far as its head tells. A termination stops
+    /// the reading (`Terminating`: the request gets the termination
+    /// response).
+    async fn read_body(&mut self, head: &Head) -> io::Result<BodyRead> {
+        let too_large = BodyRead::Refused(StatusCode::PAYLOAD_TOO_LARGE);
         let expects_body = match head.framing {
             Framing::Length(n) if n > self.settings.max_body_bytes => {
                 // No 100 Continue: the client does not send the body.
-                return Ok(Some(Err(StatusCode::PAYLOAD_TOO_LARGE)));
+                return Ok(too_large);
             }
             Framing::Length(n) => n > 0,
             Framing::Chunked => true,
@@ -225,21 +301,27 @@ impl Connection {
             && expects_body
             && self.buf.len() == head.len
             && !self.control.signals().terminating
-            && self.write(wire::CONTINUE).await? != Wrote::All
         {
-            return Ok(None);
+            // Counted as every response is, before its first byte.
+            self.control.metrics().response(StatusCode::CONTINUE);
+            if self.write(wire::CONTINUE).await? != Wrote::All {
+                return Ok(BodyRead::Closed);
+            }
         }
         match head.framing {
             Framing::Length(n) => {
-                let end = head.len + n;
+                // Within `max_body_bytes`, which may be as large as the
+                // caller likes (`usize::MAX`): checked.
+                let Some(end) = head.len.checked_add(n) else {
+                    return Ok(too_large);
+                };
                 match self.fill(end).await? {
                     Read::Data => {}
-                    Read::Closed => return Ok(None),
-                    Read::TimedOut => return Ok(Some(Err(StatusCode::REQUEST_TIMEOUT))),
+                    other => return Ok(BodyRead::ended(other)),
                 }
                 let body = self.buf[head.len..end].to_vec();
                 self.buf.drain(..end);
-                Ok(Some(Ok(Body::from(body))))
+                Ok(BodyRead::Body(Body::from(body)))
             }
             Framing::Chunked => self.read_chunked(head.len).await,
         }
@@ -248,7 +330,7 @@ impl Connection {
     /// A chunked body starting at `start` (RFC 9112 §7.1); trailers are
     /// read and dropped. Each chunk is drained from the buffer once copied,
     /// so the buffer holds at most one chunk and a line beyond the body.
-    async fn read_chunked(&mut self, start: usize) -> io::Result<Option<Result<Body, StatusCode>>> {
+    async fn read_chunked(&mut self, start: usize) -> io::Result<BodyRead> {
         const MAX_LINE: usize = 4096;
         self.buf.drain(..start);
         let mut body = Vec::new();
@@ -259,41 +341,48 @@ impl Connection {
                         self.buf.drain(..used);
                         match self.read_trailers().await? {
                             Ok(read) => break read,
-                            Err(status) => return Ok(Some(Err(status))),
+                            Err(status) => return Ok(BodyRead::Refused(status)),
                         }
                     }
-                    let size = match usize::try_from(size) {
-                        Ok(size) if body.len() + size <= self.settings.max_body_bytes => size,
-                        _ => return Ok(Some(Err(StatusCode::PAYLOAD_TOO_LARGE))),
+                    // A chunk size has up to 16 hex digits (any u64): every
+                    // sum is checked, and one beyond `max_body_bytes` (or
+                    // beyond memory) is refused before a byte of it is read.
+                    let max = self.settings.max_body_bytes;
+                    let sizes = usize::try_from(size).ok().and_then(|size| {
+                        let total = body.len().checked_add(size)?;
+                        let end = used.checked_add(size)?.checked_add(2)?;
+                        (total <= max).then_some((size, end))
+                    });
+                    let Some((size, end)) = sizes else {
+                        return Ok(BodyRead::Refused(StatusCode::PAYLOAD_TOO_LARGE));
                     };
-                    match self.fill(used + size + 2).await? {
+                    match self.fill(end).await? {
                         Read::Data => {}
                         other => break other,
                     }
                     body.extend_from_slice(&self.buf[used..used + size]);
-                    if &self.buf[used + size..used + size + 2] != b"\r\n" {
-                        return Ok(Some(Err(StatusCode::BAD_REQUEST)));
+                    if &self.buf[used + size..end] != b"\r\n" {
+                        return Ok(BodyRead::Refused(StatusCode::BAD_REQUEST));
                     }
-                    self.buf.drain(..used + size + 2);
+                    self.buf.drain(..end);
                 }
                 Ok(httparse::Status::Partial) if self.buf.len() > MAX_LINE => {
-                    return Ok(Some(Err(StatusCode::BAD_REQUEST)));
+                    return Ok(BodyRead::Refused(StatusCode::BAD_REQUEST));
                 }
                 Ok(httparse::Status::Partial) => {
                     let mut deadline = Deadline::new(self.settings.idle_timeout);
-                    match self.read_more(false, &mut deadline).await? {
+                    match self.read_more(Reading::Body, &mut deadline).await? {
                         Read::Data => {}
                         other => break other,
                     }
                 }
-                Err(_) => return Ok(Some(Err(StatusCode::BAD_REQUEST))),
+                Err(_) => return Ok(BodyRead::Refused(StatusCode::BAD_REQUEST)),
             }
         };
-        match read {
-            Read::Data => Ok(Some(Ok(Body::from(body)))),
-            Read::Closed => Ok(None),
-            Read::TimedOut => Ok(Some(Err(StatusCode::REQUEST_TIMEOUT))),
-        }
+        Ok(match read {
+            Read::Data => BodyRead::Body(Body::from(body)),
+            other => BodyRead::ended(other),
+        })
     }
 
     /// Trailer lines until the empty line, consumed from the buffer; 431
@@ -312,7 +401,7 @@ impl Connection {
                 }
                 None => {
                     let mut deadline = Deadline::new(self.settings.idle_timeout);
-                    match self.read_more(false, &mut deadline).await? {
+                    match self.read_more(Reading::Body, &mut deadline).await? {
                         Read::Data => {}
                         other => return Ok(Ok(other)),
                     }
@@ -326,7 +415,7 @@ impl Connection {
     async fn fill(&mut self, len: usize) -> io::Result<Read> {
         while self.buf.len() < len {
             let mut deadline = Deadline::new(self.settings.idle_timeout);
-            match self.read_more(false, &mut deadline).await? {
+            match self.read_more(Reading::Body, &mut deadline).await? {
                 Read::Data => {}
                 other => return Ok(other),
             }
@@ -335,39 +424,106 @@ impl Connection {
     }
 
     /// Reads more bytes into the buffer. Closed when the peer closes, at
-    /// the hard deadline, or (if `idle`) once the server terminates and no
-    /// byte is readable; TimedOut if `deadline` passes first.
+    /// the hard deadline, or (`Reading::Idle`) once the server terminates
+    /// and no byte is readable; Terminating (`Reading::Body`) once the
+    /// server terminates; TimedOut if `deadline` passes first.
     ///
     /// At most 8 KiB are read at a time, and only when the request being
     /// read needs more: requests pipelined behind it wait in the socket
     /// (the kernel's buffers, then the client's), never in ours.
-    async fn read_more(&mut self, idle: bool, deadline: &mut Deadline) -> io::Result<Read> {
+    async fn read_more(&mut self, reading: Reading, deadline: &mut Deadline) -> io::Result<Read> {
         let mut chunk = [0u8; 8192];
         let stream = &mut self.stream;
         let control = &self.control;
         let handle = &self.handle;
-        let read = poll_fn(|cx| {
+        let polled = poll_fn(|cx| {
             let signals = control.poll_signals(cx);
             if signals.forced {
-                return Poll::Ready(Ok(Some(0)));
+                return Poll::Ready(Ok(Polled::Closed));
+            }
+            if signals.terminating && reading == Reading::Body {
+                return Poll::Ready(Ok(Polled::Terminating));
             }
             match Pin::new(&mut *stream).poll_read(cx, &mut chunk) {
-                Poll::Pending if signals.terminating && idle => {
+                Poll::Pending if signals.terminating && reading == Reading::Idle => {
                     control.metrics().idle_closed_on_termination();
-                    Poll::Ready(Ok(Some(0)))
+                    Poll::Ready(Ok(Polled::Closed))
                 }
-                Poll::Pending => deadline.poll(handle, cx).map(|()| Ok(None)),
-                Poll::Ready(r) => Poll::Ready(r.map(Some)),
+                Poll::Pending => deadline.poll(handle, cx).map(|()| Ok(Polled::TimedOut)),
+                Poll::Ready(Ok(0)) => Poll::Ready(Ok(Polled::Closed)),
+                Poll::Ready(Ok(n)) => Poll::Ready(Ok(Polled::Bytes(n))),
+                Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
             }
         })
         .await?;
-        match read {
-            None => Ok(Read::TimedOut),
-            Some(0) => Ok(Read::Closed),
-            Some(n) => {
+        Ok(match polled {
+            Polled::Bytes(n) => {
                 self.buf.extend_from_slice(&chunk[..n]);
-                Ok(Read::Data)
+                Read::Data
             }
+            Polled::Closed => Read::Closed,
+            Polled::TimedOut => Read::TimedOut,
+            Polled::Terminating => Read::Terminating,
+        })
+    }
+
+    /// The lingering close (RFC 9112 §9.6; Akka HTTP's `linger-timeout`,
+    /// nginx's `lingering_close`), after a final response that closes the
+    /// connection: shuts down the write half (the client reads the
+    /// response, then EOF), then reads and discards what the client still
+    /// sends until it closes, the linger timeout passes, or the hard
+    /// deadline does. Closing at once with unread bytes in the socket
+    /// would send a reset, which discards the response bytes the kernel
+    /// has not sent yet and fails the client's writes (a client sending a
+    /// body the server refused never gets to read the refusal).
+    ///
+    /// During a termination, a lingering connection with nothing to read
+    /// is closed at once: it has no request in flight (Akka: "if a
+    /// connection has no “in-flight” request, it is terminated
+    /// immediately"), and its response is out.
+    async fn linger(&mut self) {
+        if let Err(e) = self.close() {
+            tracing::debug!(error = %e, "shutting down the write half failed");
+            return;
+        }
+        // Tests wait on this event.
+        tracing::trace!("lingering after the last response");
+        self.buf = Vec::new();
+        let after = self.settings.linger_timeout;
+        if after.is_zero() {
+            return;
+        }
+        // Armed now: the timeout bounds the whole linger, also for a client
+        // that keeps sending.
+        let mut deadline = Deadline::new(after);
+        let mut sink = [0u8; 8192];
+        let stream = &mut self.stream;
+        let control = &self.control;
+        let handle = &self.handle;
+        let discarded = poll_fn(|cx| {
+            let signals = control.poll_signals(cx);
+            if signals.forced || deadline.poll(handle, cx).is_ready() {
+                return Poll::Ready(Ok(false));
+            }
+            // A bounded number of reads per poll: a client that sends as
+            // fast as the worker reads does not keep the worker.
+            for _ in 0..16 {
+                match Pin::new(&mut *stream).poll_read(cx, &mut sink) {
+                    Poll::Ready(Ok(0)) => return Poll::Ready(Ok(true)),
+                    Poll::Ready(Ok(_)) => {}
+                    Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                    Poll::Pending if signals.terminating => return Poll::Ready(Ok(false)),
+                    Poll::Pending => return Poll::Pending,
+                }
+            }
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        })
+        .await;
+        match discarded {
+            Ok(true) => tracing::trace!("the client closed after the last response"),
+            Ok(false) => tracing::trace!("lingering ended before the client closed"),
+            Err(e) => tracing::debug!(error = %e, "reading while lingering failed"),
         }
     }
 
@@ -527,8 +683,13 @@ impl Connection {
         // must stay Send.
         let bytes = wire::encode(&response, framed);
         drop(response);
-        self.write(&bytes).await?;
-        self.close()
+        match self.write(&bytes).await? {
+            Wrote::All => {
+                self.linger().await;
+                Ok(())
+            }
+            _ => self.close(),
+        }
     }
 
     /// Writes as much of `response` (counted) as the socket takes without
@@ -604,6 +765,25 @@ impl Connection {
         })
         .await
     }
+}
+
+/// The handler's `response`, unless its status is informational (1xx):
+/// that is not a final response (no framing, and the client would wait
+/// for the real one; upgrades such as `101 Switching Protocols` are not
+/// supported), so it is logged and answered `500 Internal Server Error`.
+fn final_response(response: Response<Body>, span: &tracing::Span) -> Response<Body> {
+    let status = response.status();
+    if !status.is_informational() {
+        return response;
+    }
+    span.in_scope(|| {
+        tracing::error!(
+            %status,
+            "the handler answered with an informational status, which is not a final \
+             response: answered 500 instead"
+        );
+    });
+    wire::empty_response(StatusCode::INTERNAL_SERVER_ERROR)
 }
 
 fn request(head: Head, body: Body) -> Request<Body> {

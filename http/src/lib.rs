@@ -13,7 +13,11 @@
 //! `Transfer-Encoding: chunked`; every response carries a `Date`. A
 //! malformed request is answered 400, a head too large 431, a body too
 //! large 413, a head that does not arrive in time 408, and the connection
-//! closes; a handler that panics is answered 500 and the server goes on.
+//! closes (a lingering close: the server reads and discards what the client
+//! still sends, so no reset destroys the answer; see
+//! [`ServerSettings::linger_timeout`]); a handler that panics, or answers
+//! with an informational (1xx) status, is answered 500 and the server goes
+//! on.
 //!
 //! The [`ServerBinding`] stops the server (Akka HTTP's graceful
 //! termination, docs/decisions/0012-http-server.md):
@@ -36,7 +40,7 @@
 //!
 //! Observability: [`ServerBinding::metrics`] reads the server's counters
 //! ([`ServerMetrics`]: connections, requests in the handler, responses by
-//! status class); each connection runs in a debug-level `http_connection`
+//! status class and by exact status); each connection runs in a debug-level `http_connection`
 //! span (`id`, `peer`) and each request in an `http_request` span
 //! (`method`, `path`, `status`), in which the handler runs.
 //!
@@ -45,8 +49,9 @@
 //! the stream down instead of filling memory. [`ServerSettings`] bounds the
 //! rest (Akka's names where it has them, and a TOML form,
 //! [`ServerSettings::from_toml_str`]): head and body sizes, the idle
-//! timeout, the time a head may take (slowloris), and the connections
-//! served at once (beyond, new ones wait in the listen backlog). See
+//! timeout, the time a head may take (slowloris), the connections served
+//! at once (beyond, new ones wait in the listen backlog), and how long a
+//! closing connection lingers. See
 //! `docs/decisions/0013-http-wire.md`.
 //!
 //! ```

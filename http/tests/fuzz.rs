@@ -401,3 +401,65 @@ fn pipelined_requests_in_any_split_are_answered_in_order() {
         .unwrap();
     system.terminate().wait();
 }
+
+/// Chunk sizes of up to 16 hex digits (httparse's limit: any u64, with or
+/// without leading zeros), after a first chunk of a few bytes: beyond
+/// `max_body_bytes` the answer is 413, within it the body is served; never
+/// a panic nor a reset (sums with such sizes once overflowed).
+#[test]
+fn chunk_sizes_of_up_to_16_hex_digits() {
+    let system = common::system();
+    let binding = serve(&system);
+    let size = prop_oneof![
+        any::<u64>(),
+        0u64..5000,
+        (u64::MAX - 100)..=u64::MAX,
+        Just(1u64 << 63),
+        // The last chunk's size.
+        Just(0u64),
+    ];
+    let input = (0usize..64, size, any::<bool>());
+    runner()
+        .run(&input, |(first, size, padded)| {
+            let mut bytes =
+                b"POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+            if first > 0 {
+                bytes.extend_from_slice(format!("{first:x}\r\n").as_bytes());
+                bytes.extend(std::iter::repeat(b'a').take(first));
+                bytes.extend_from_slice(b"\r\n");
+            }
+            let line = if padded {
+                format!("{size:016x}\r\n")
+            } else {
+                format!("{size:x}\r\n")
+            };
+            bytes.extend_from_slice(line.as_bytes());
+            let total = (first as u64).checked_add(size);
+            let fits = total.is_some_and(|t| t <= 4096);
+            if size == 0 {
+                // The size line was the last chunk: the empty trailers.
+                bytes.extend_from_slice(b"\r\n");
+            } else if fits {
+                bytes.extend(std::iter::repeat(b'b').take(size as usize));
+                bytes.extend_from_slice(b"\r\n0\r\n\r\n");
+            }
+            let out = exchange(&binding, &bytes, &[]).map_err(|_| TestCaseError::fail("reset"))?;
+            prop_assert_eq!(well_formed(&out, false).map_err(TestCaseError::fail)?, 1);
+            let text = String::from_utf8_lossy(&out);
+            if fits {
+                prop_assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{}", text);
+                let body = format!("got {}", total.unwrap_or_default());
+                prop_assert!(text.ends_with(&body), "{}", text);
+            } else {
+                prop_assert!(
+                    text.starts_with("HTTP/1.1 413 "),
+                    "{}: {}",
+                    line.trim(),
+                    text
+                );
+            }
+            Ok(())
+        })
+        .unwrap();
+    system.terminate().wait();
+}

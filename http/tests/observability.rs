@@ -39,7 +39,7 @@ fn by_path(system: &proscenium::ActorSystem) -> ServerBinding {
 }
 
 #[test]
-fn the_counters_count_connections_requests_and_responses_by_class() {
+fn the_counters_count_connections_requests_and_responses_by_class_and_status() {
     let system = system();
     let binding = by_path(&system);
     assert_eq!(binding.metrics(), ServerMetrics::default());
@@ -73,6 +73,36 @@ fn the_counters_count_connections_requests_and_responses_by_class() {
     assert_eq!(m.responses.server_error, 2);
     assert_eq!(m.responses.total(), 8);
     assert_eq!(m.responses.of_class(StatusCode::IM_A_TEAPOT), 2);
+    // By exact status: each code on its own, the classes their sums.
+    for (status, n) in [
+        (StatusCode::OK, 2),
+        (StatusCode::NO_CONTENT, 1),
+        (StatusCode::FOUND, 1),
+        (StatusCode::NOT_FOUND, 1),
+        (StatusCode::IM_A_TEAPOT, 1),
+        (StatusCode::SERVICE_UNAVAILABLE, 1),
+        (StatusCode::INTERNAL_SERVER_ERROR, 1),
+        (StatusCode::BAD_REQUEST, 0),
+        (StatusCode::CONTINUE, 0),
+    ] {
+        assert_eq!(m.responses_with(status), n, "{status}");
+    }
+    let by_status: Vec<(u16, u64)> = m
+        .responses_by_status()
+        .map(|(s, n)| (s.as_u16(), n))
+        .collect();
+    assert_eq!(
+        by_status,
+        [
+            (200, 2),
+            (204, 1),
+            (302, 1),
+            (404, 1),
+            (418, 1),
+            (500, 1),
+            (503, 1)
+        ]
+    );
 
     // The server's own answers count as responses, not as requests.
     let mut bad = connect(&binding);
@@ -83,6 +113,32 @@ fn the_counters_count_connections_requests_and_responses_by_class() {
     assert_eq!(m.connections_accepted, 2);
     assert_eq!(m.requests, 8);
     assert_eq!(m.responses.client_error, 3);
+    assert_eq!(m.responses_with(StatusCode::BAD_REQUEST), 1);
+    system.terminate().wait();
+}
+
+/// The interim `100 Continue` is a response written like any other, and
+/// counted (as informational, and as 100) before its first byte.
+#[test]
+fn a_100_continue_is_counted() {
+    let system = system();
+    let binding = by_path(&system);
+    let mut c = connect(&binding);
+    c.write_all(
+        b"POST /ok HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\n",
+    )
+    .unwrap();
+    assert_eq!(read_answer(&mut c).status, 100);
+    let m = binding.metrics();
+    assert_eq!(m.responses_with(StatusCode::CONTINUE), 1);
+    assert_eq!(m.responses.informational, 1);
+    assert_eq!(m.requests, 0);
+    c.write_all(b"body").unwrap();
+    assert_eq!(read_answer(&mut c).status, 200);
+    let m = binding.metrics();
+    assert_eq!(m.responses.total(), 2);
+    assert_eq!(m.responses_with(StatusCode::OK), 1);
+    assert_eq!(m.requests, 1);
     system.terminate().wait();
 }
 

@@ -566,3 +566,104 @@ fn a_termination_started_after_the_system_terminated_fails_at_once() {
     );
     assert_eq!(termination.wait(), Err(TerminateError::SystemTerminated));
 }
+
+/// A streamed body: `"first "`, then (once `gate` opens) `"second"`.
+struct Gated {
+    gate: Gate,
+    step: u8,
+}
+
+impl futures_core::Stream for Gated {
+    type Item = Result<&'static [u8], std::io::Error>;
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> Poll<Option<Self::Item>> {
+        match self.step {
+            0 => {
+                self.step = 1;
+                Poll::Ready(Some(Ok(b"first ")))
+            }
+            1 => {
+                std::task::ready!(std::future::Future::poll(
+                    std::pin::Pin::new(&mut self.gate),
+                    cx
+                ));
+                self.step = 2;
+                Poll::Ready(Some(Ok(b"second")))
+            }
+            _ => Poll::Ready(None),
+        }
+    }
+}
+
+/// Reads a response head (up to its empty line) off `c`.
+fn read_head(c: &mut TcpStream) -> String {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        assert_eq!(c.read(&mut byte).unwrap(), 1, "EOF in a response head");
+        head.push(byte[0]);
+    }
+    String::from_utf8(head).unwrap().to_ascii_lowercase()
+}
+
+/// Reads exactly `expected.len()` bytes off `c` and compares them.
+fn read_exactly(c: &mut TcpStream, expected: &[u8]) {
+    let mut got = vec![0u8; expected.len()];
+    c.read_exact(&mut got).unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&got),
+        String::from_utf8_lossy(expected)
+    );
+}
+
+/// Akka: "It only unbinds the port on which the http server has been
+/// listening. This allows HTTP server to finish streaming any responses
+/// that might be still in flight and eventually terminate the entire
+/// system." A streamed response half written when `unbind()` is called
+/// completes in full, with its last chunk and without `Connection: close`,
+/// and its connection goes on serving.
+#[test]
+fn a_response_streaming_across_unbind_completes_in_full() {
+    let system = system();
+    let gate = Gate::default();
+    let stream_gate = gate.clone();
+    let binding = proscenium_http::Http::bind(
+        &system,
+        "127.0.0.1:0".parse().unwrap(),
+        move |_: http::Request<Body>| {
+            let gate = stream_gate.clone();
+            async move { Response::new(Body::from_stream(Gated { gate, step: 0 })) }
+        },
+    )
+    .unwrap();
+    let mut c = connect(&binding);
+    get(&mut c, "/stream");
+    let head = read_head(&mut c);
+    assert!(head.starts_with("http/1.1 200 ok\r\n"), "{head}");
+    assert!(head.contains("transfer-encoding: chunked\r\n"), "{head}");
+    assert!(!head.contains("connection:"), "{head}");
+    // The first piece is out; the stream waits on the gate: in flight.
+    read_exactly(&mut c, b"6\r\nfirst \r\n");
+
+    binding.unbind().wait().expect("unbound");
+    assert!(TcpStream::connect(binding.local_addr()).is_err());
+    gate.open();
+    // The rest of the body, and its end.
+    read_exactly(&mut c, b"6\r\nsecond\r\n0\r\n\r\n");
+    // The connection is untouched: it serves the next request.
+    get(&mut c, "/again");
+    let head = read_head(&mut c);
+    assert!(head.starts_with("http/1.1 200 ok\r\n"), "{head}");
+    read_exactly(&mut c, b"6\r\nfirst \r\n6\r\nsecond\r\n0\r\n\r\n");
+    assert_eq!(binding.metrics().responses_with(StatusCode::OK), 2);
+    drop(c);
+    assert_eq!(
+        wait_within_patience(binding.terminate(LONG))
+            .unwrap()
+            .forced_connections,
+        0
+    );
+    system.terminate().wait();
+}

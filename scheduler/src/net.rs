@@ -8,7 +8,8 @@
 //! `AsyncWriteExt::write_all`, ...) work on them. Every failure is an
 //! [`io::Error`]; once the scheduler quiesces or is dropped, pending and
 //! later operations fail with an [`io::ErrorKind::Other`] error ("scheduler
-//! shut down").
+//! shut down"), which [`is_shut_down`] tells apart from other errors of
+//! that kind (such as a reactor with no slot left for a new socket).
 //!
 //! One reader and one writer at a time: each direction keeps one waker, so
 //! two tasks reading the same stream at once would take turns being
@@ -50,6 +51,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub use crate::reactor::SchedulerShutDown;
 use crate::reactor::{Direction, Reactor, Registration};
 use crate::scheduler::Handle;
 use futures_io::{AsyncRead, AsyncWrite};
@@ -60,6 +62,23 @@ use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr};
 use std::pin::Pin;
 use std::task::{Context, Poll};
+
+/// Whether `error` is the one every operation fails with once the
+/// scheduler shut down (its inner error is a [`SchedulerShutDown`]), as
+/// opposed to another failure, even of the same kind `Other` (the reactor
+/// has no slot left, ...). A loop that accepts connections stops on this
+/// one and retries after the others.
+///
+/// ```
+/// use proscenium_scheduler::net::is_shut_down;
+///
+/// assert!(!is_shut_down(&std::io::Error::other("scheduler shut down")));
+/// ```
+pub fn is_shut_down(error: &io::Error) -> bool {
+    error
+        .get_ref()
+        .is_some_and(|inner| inner.is::<SchedulerShutDown>())
+}
 
 /// After the registration that created the reactor's poll: wakes a parked
 /// worker (if none searches), which takes the poll when it parks again.

@@ -32,7 +32,9 @@
 //! the polling (waking the worker in the poll through the [`mio::Waker`];
 //! no worker takes the poll afterwards) and marks every source shut down,
 //! waking its wakers: a pending I/O future then fails with an
-//! [`io::ErrorKind::Other`] error "scheduler shut down"; a registration
+//! [`io::ErrorKind::Other`] error "scheduler shut down" (whose inner error
+//! is a [`SchedulerShutDown`], which [`crate::net::is_shut_down`] tells
+//! apart from the reactor's other `Other` errors); a registration
 //! afterwards fails the same way.
 
 use crate::park::Parker;
@@ -71,9 +73,24 @@ const WAKER_TOKEN: Token = Token(usize::MAX);
 /// Events read per `poll` call.
 const EVENTS_CAPACITY: usize = 1024;
 
-/// The error every I/O operation fails with once the scheduler shut down.
+/// The inner error of the [`io::Error`] every I/O operation fails with once
+/// the scheduler shut down (see [`crate::net::is_shut_down`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SchedulerShutDown;
+
+impl fmt::Display for SchedulerShutDown {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("scheduler shut down")
+    }
+}
+
+impl std::error::Error for SchedulerShutDown {}
+
+/// The error every I/O operation fails with once the scheduler shut down:
+/// kind `Other` (as before it had a type), message "scheduler shut down",
+/// inner error [`SchedulerShutDown`].
 pub(crate) fn shut_down_error() -> io::Error {
-    io::Error::other("scheduler shut down")
+    io::Error::other(SchedulerShutDown)
 }
 
 /// Which half of a source an operation waits for.
@@ -774,6 +791,20 @@ mod tests {
         assert_eq!(count.0.load(Ordering::Relaxed), 2);
         let polled = io.poll_ready(&mut Context::from_waker(&waker), Direction::Read);
         assert!(matches!(polled, Poll::Ready(Err(e)) if e.to_string() == "scheduler shut down"));
+    }
+
+    #[test]
+    fn only_the_shutdown_error_is_told_as_one() {
+        let shut_down = shut_down_error();
+        assert_eq!(shut_down.kind(), io::ErrorKind::Other);
+        assert!(crate::net::is_shut_down(&shut_down));
+        // The reactor's other `Other` errors are not.
+        let full = io::Error::other("too many sources registered with the reactor");
+        assert!(!crate::net::is_shut_down(&full));
+        assert!(!crate::net::is_shut_down(&io::Error::other(
+            "scheduler shut down"
+        )));
+        assert!(!crate::net::is_shut_down(&io::ErrorKind::Other.into()));
     }
 
     #[test]
