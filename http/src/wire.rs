@@ -254,11 +254,19 @@ pub(crate) fn encode_head(
 /// `Content-Length`, and the body unless the request was HEAD or the
 /// status has none.
 pub(crate) fn encode(response: &Response<Body>, framed: Framed) -> Vec<u8> {
+    let mut out = Vec::with_capacity(160 + response.body().as_bytes().len());
+    encode_into(&mut out, response, framed);
+    out
+}
+
+/// [`encode`], appended to `out` (a connection reuses one buffer for its
+/// responses: one allocation fewer per response).
+pub(crate) fn encode_into(out: &mut Vec<u8>, response: &Response<Body>, framed: Framed) {
     let status = response.status();
     let body = response.body().as_bytes();
-    let mut out = Vec::with_capacity(160 + body.len());
+    out.reserve(160 + body.len());
     encode_head(
-        &mut out,
+        out,
         status,
         response.headers(),
         Delimit::Length(body.len()),
@@ -267,7 +275,6 @@ pub(crate) fn encode(response: &Response<Body>, framed: Framed) -> Vec<u8> {
     if !bodiless_status(status) && !framed.head_request {
         out.extend_from_slice(body);
     }
-    out
 }
 
 /// Appends one chunk of a chunked body (RFC 9112 §7.1): its size in hex,

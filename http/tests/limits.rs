@@ -57,6 +57,53 @@ fn an_idle_keep_alive_connection_is_closed_after_the_idle_timeout() {
     system.terminate().wait();
 }
 
+/// The idle timeout runs from the last response, not from the first:
+/// a connection keeps one idle timer across its requests (armed by the
+/// first wait, armed again for the rest when it fires during a later one;
+/// `connection.rs`'s `Deadline`), so requests that keep coming within the
+/// timeout keep the connection, even when they span several timeouts.
+#[test]
+fn requests_within_the_idle_timeout_keep_the_connection_across_timeouts() {
+    let system = system();
+    let idle = Duration::from_millis(1000);
+    let (binding, _) = serve(&system, ServerSettings::default().idle_timeout(idle));
+    let mut c = Client::connect(binding.local_addr());
+    let start = Instant::now();
+    let mut last = start;
+    // About 2.4 s of requests 300 ms apart: the first idle timer fires
+    // during the 4th gap; the connection must still serve the 5th.
+    for i in 0..8 {
+        if i > 0 {
+            // The client's own pacing, far inside the timeout (a gap would
+            // have to stretch to 1 s under load to close the connection
+            // legitimately).
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        c.send(GET);
+        assert_eq!(
+            c.response().1,
+            b"/a",
+            "request {i}, {:?} in",
+            start.elapsed()
+        );
+        last = Instant::now();
+    }
+    assert!(
+        start.elapsed() > 2 * idle,
+        "the requests spanned two idle timeouts"
+    );
+    // Then idle: closed, and not before `idle` after the last response
+    // (less the moment between the server's wait starting and this
+    // client reading the response).
+    assert!(c.rest().is_empty());
+    assert!(
+        last.elapsed() >= idle - Duration::from_millis(100),
+        "closed {:?} after the last response",
+        last.elapsed()
+    );
+    system.terminate().wait();
+}
+
 #[test]
 fn a_head_not_complete_in_time_is_answered_408() {
     let system = system();

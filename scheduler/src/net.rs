@@ -250,14 +250,18 @@ impl TcpStream {
         self.mio.local_addr()
     }
 
+    // Reads and writes report how much they moved, so that a short one
+    // clears the readiness without a `WouldBlock` round trip
+    // (`Registration::poll_io_sized`).
     fn poll_read_inner(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
+        let len = buf.len();
         self.registration
-            .poll_io(cx, Direction::Read, || (&self.mio).read(buf))
+            .poll_io_sized(cx, Direction::Read, len, || (&self.mio).read(buf))
     }
 
     fn poll_write_inner(&self, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         self.registration
-            .poll_io(cx, Direction::Write, || (&self.mio).write(buf))
+            .poll_io_sized(cx, Direction::Write, buf.len(), || (&self.mio).write(buf))
     }
 
     fn poll_write_vectored_inner(
@@ -265,8 +269,11 @@ impl TcpStream {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
+        let len = bufs.iter().map(|b| b.len()).sum();
         self.registration
-            .poll_io(cx, Direction::Write, || (&self.mio).write_vectored(bufs))
+            .poll_io_sized(cx, Direction::Write, len, || {
+                (&self.mio).write_vectored(bufs)
+            })
     }
 }
 

@@ -46,14 +46,24 @@ use std::io;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-/// Readiness bit: a read may make progress (or EOF / an error is pending).
+/// Readiness bit: a read may make progress.
 const READABLE: usize = 1;
-/// Readiness bit: a write may make progress (or an error is pending).
+/// Readiness bit: a write may make progress.
 const WRITABLE: usize = 1 << 1;
 /// The reactor shut down: every operation fails.
 const SHUTDOWN: usize = 1 << 2;
+/// The read half is closed by the peer (EOF) or an error is pending: a
+/// read makes progress (it returns 0 or the error) for ever after. Never
+/// cleared, so that a read that saw data and the EOF in one edge, and
+/// cleared `READABLE` after a short read, still reaches the EOF.
+const READ_CLOSED: usize = 1 << 3;
+/// The write half is closed or an error is pending (as `READ_CLOSED`).
+const WRITE_CLOSED: usize = 1 << 4;
+/// The bits that stay set once set (`ScheduledIo::clear_readiness` keeps
+/// them).
+const FINAL: usize = READ_CLOSED | WRITE_CLOSED;
 /// The readiness bits of [`ScheduledIo::readiness`]; the rest is the tick.
-const READY_MASK: usize = READABLE | WRITABLE | SHUTDOWN;
+const READY_MASK: usize = READABLE | WRITABLE | SHUTDOWN | FINAL;
 /// Shift of the tick (count of readiness updates, wrapping) in the word.
 const TICK_SHIFT: u32 = 8;
 /// Largest tick value.
@@ -103,8 +113,8 @@ pub(crate) enum Direction {
 impl Direction {
     fn mask(self) -> usize {
         match self {
-            Direction::Read => READABLE,
-            Direction::Write => WRITABLE,
+            Direction::Read => READABLE | READ_CLOSED,
+            Direction::Write => WRITABLE | WRITE_CLOSED,
         }
     }
 }
@@ -127,10 +137,11 @@ struct Waiters {
 
 /// One registered source's readiness and wakers.
 pub(crate) struct ScheduledIo {
-    /// `READABLE | WRITABLE | SHUTDOWN` plus a tick (bits `TICK_SHIFT..`)
-    /// that every readiness update increments. Set by the polling worker
-    /// and by shutdown; cleared (only the direction bits, only if the tick
-    /// is unchanged) by the I/O future that hit `WouldBlock`.
+    /// `READABLE | WRITABLE | SHUTDOWN | READ_CLOSED | WRITE_CLOSED` plus
+    /// a tick (bits `TICK_SHIFT..`) that every readiness update
+    /// increments. Set by the polling worker and by shutdown; cleared
+    /// (only `READABLE` or `WRITABLE`, only if the tick is unchanged) by
+    /// the I/O future that hit `WouldBlock` or made a short read or write.
     readiness: AtomicUsize,
     /// Locked by the future that registers its waker and by the polling
     /// worker that takes it: the lock is what orders "set bit, take waker"
@@ -171,10 +182,10 @@ impl ScheduledIo {
     /// Moves the wakers interested in `bits` into `out`.
     fn take_wakers(&self, bits: usize, out: &mut Vec<Waker>) {
         let mut waiters = lock(&self.waiters);
-        if bits & (READABLE | SHUTDOWN) != 0 {
+        if bits & (READABLE | READ_CLOSED | SHUTDOWN) != 0 {
             out.extend(waiters.reader.take());
         }
-        if bits & (WRITABLE | SHUTDOWN) != 0 {
+        if bits & (WRITABLE | WRITE_CLOSED | SHUTDOWN) != 0 {
             out.extend(waiters.writer.take());
         }
     }
@@ -233,6 +244,7 @@ impl ScheduledIo {
 
     /// Clears what `event` saw, unless an update came since (its tick
     /// moved on): that update may be a new edge, which must not be lost.
+    /// The final bits (`READ_CLOSED`, `WRITE_CLOSED`) stay.
     pub(crate) fn clear_readiness(&self, event: ReadyEvent) {
         // Acquire: pairs with the AcqRel update in `set_readiness`.
         let mut current = self.readiness.load(Ordering::Acquire);
@@ -240,7 +252,7 @@ impl ScheduledIo {
             if current >> TICK_SHIFT != event.tick {
                 return;
             }
-            let next = current & !event.ready;
+            let next = current & !(event.ready & !FINAL);
             // AcqRel: pairs with `set_readiness` (the tick check above is
             // what keeps a newer edge).
             match self.readiness.compare_exchange_weak(
@@ -571,11 +583,17 @@ impl ReactorInner {
                     continue;
                 };
                 let mut bits = 0;
-                if event.is_readable() || event.is_read_closed() || event.is_error() {
+                if event.is_readable() {
                     bits |= READABLE;
                 }
-                if event.is_writable() || event.is_write_closed() || event.is_error() {
+                if event.is_read_closed() || event.is_error() {
+                    bits |= READ_CLOSED;
+                }
+                if event.is_writable() {
                     bits |= WRITABLE;
+                }
+                if event.is_write_closed() || event.is_error() {
+                    bits |= WRITE_CLOSED;
                 }
                 if bits != 0 {
                     io.set_readiness(bits);
@@ -666,13 +684,48 @@ impl Registration {
         self.io.clear_readiness(event);
     }
 
+    /// [`poll_io`](Self::poll_io) for a read or write of `len` bytes that
+    /// returns how many it moved: a short one (`0 < n < len`) also clears
+    /// the readiness, as a `WouldBlock` would. On a stream socket under an
+    /// edge-triggered poller (epoll, kqueue: every `unix` target mio
+    /// supports), a short read has emptied the socket's receive buffer and
+    /// a short write filled its send buffer, so the next attempt would
+    /// only fail with `WouldBlock`: this saves that system call (one
+    /// `recv` per request on a keep-alive HTTP connection). No edge is
+    /// lost: bytes (or space) that come after the operation make the
+    /// kernel report a new edge, which bumps the tick, and a clear with an
+    /// older tick does nothing; an EOF or error seen with the data is a
+    /// final bit, which no clear removes. tokio's `PollEvented` does the
+    /// same.
+    pub(crate) fn poll_io_sized(
+        &self,
+        cx: &mut Context<'_>,
+        direction: Direction,
+        len: usize,
+        op: impl FnMut() -> io::Result<usize>,
+    ) -> Poll<io::Result<usize>> {
+        self.poll_io_until(cx, direction, op, |&n| cfg!(unix) && 0 < n && n < len)
+    }
+
     /// Runs the non-blocking `op` while `direction` is ready; on
     /// `WouldBlock` clears the readiness and waits for the next edge.
     pub(crate) fn poll_io<R>(
         &self,
         cx: &mut Context<'_>,
         direction: Direction,
+        op: impl FnMut() -> io::Result<R>,
+    ) -> Poll<io::Result<R>> {
+        self.poll_io_until(cx, direction, op, |_| false)
+    }
+
+    /// `poll_io`, also clearing the readiness after a result that
+    /// `drained` says left nothing to do.
+    fn poll_io_until<R>(
+        &self,
+        cx: &mut Context<'_>,
+        direction: Direction,
         mut op: impl FnMut() -> io::Result<R>,
+        drained: impl Fn(&R) -> bool,
     ) -> Poll<io::Result<R>> {
         loop {
             let event = match self.io.poll_ready(cx, direction) {
@@ -686,7 +739,13 @@ impl Registration {
                     // `poll_ready` stores the waker and re-checks.
                     self.io.clear_readiness(event);
                 }
-                result => return Poll::Ready(result),
+                Ok(r) => {
+                    if drained(&r) {
+                        self.io.clear_readiness(event);
+                    }
+                    return Poll::Ready(Ok(r));
+                }
+                Err(e) => return Poll::Ready(Err(e)),
             }
         }
     }
@@ -751,6 +810,27 @@ mod tests {
         wakers.drain(..).for_each(Waker::wake);
         assert_eq!(count.0.load(Ordering::Relaxed), 1);
         assert!(ready(&io, &waker, Direction::Read).is_some());
+    }
+
+    #[test]
+    fn clearing_keeps_the_final_bits() {
+        let io = ScheduledIo::new();
+        let (_count, waker) = counting_waker();
+        // Data and the peer's FIN in one edge; a short read clears what
+        // it saw: the EOF must still be readable.
+        io.set_readiness(READABLE | READ_CLOSED);
+        let seen = ready(&io, &waker, Direction::Read).expect("readable");
+        io.clear_readiness(seen);
+        let eof = ready(&io, &waker, Direction::Read).expect("the EOF is still to be read");
+        io.clear_readiness(eof);
+        assert!(
+            ready(&io, &waker, Direction::Read).is_some(),
+            "closed for good"
+        );
+        // The write half is untouched by the read side's bits.
+        assert!(ready(&io, &waker, Direction::Write).is_none());
+        io.set_readiness(WRITE_CLOSED);
+        assert!(ready(&io, &waker, Direction::Write).is_some());
     }
 
     #[test]

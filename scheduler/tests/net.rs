@@ -163,6 +163,51 @@ fn a_half_closed_connection_still_carries_the_reply() {
     assert_eq!(server.wait().unwrap().unwrap(), 7);
 }
 
+/// A read that returns fewer bytes than it asked for clears the
+/// readiness (no `WouldBlock` round trip, `Registration::poll_io_sized`);
+/// when the peer's data and its FIN came in one edge, the EOF must still
+/// be read after that short read, not waited for (a hang here).
+#[test]
+fn data_and_eof_in_one_edge_are_both_read() {
+    let _fds = shared_fds();
+    let s = support::scheduler(2);
+    let handle = s.handle().clone();
+    let listener = TcpListener::bind(&handle, any_port()).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (sent_tx, sent_rx) = mpsc::channel::<()>();
+    let (done_tx, done_rx) = mpsc::channel();
+    handle.spawn_detached(async move {
+        let result = async move {
+            let (mut stream, _) = listener.accept().await?;
+            // The client has written and shut down before the first read:
+            // its data and its FIN are both in the socket.
+            let _ = sent_rx.recv();
+            let mut buf = [0u8; 4096];
+            let n = stream.read(&mut buf).await?;
+            let eof = stream.read(&mut buf).await?;
+            io::Result::Ok((buf[..n].to_vec(), eof))
+        }
+        .await;
+        let _ = done_tx.send(result);
+    });
+    let mut client = std::net::TcpStream::connect(addr).unwrap();
+    std::io::Write::write_all(&mut client, b"hello").unwrap();
+    client.shutdown(Shutdown::Write).unwrap();
+    // On loopback a write and a shutdown reach the peer's socket before
+    // they return (delivery runs in the sender's context), so the data and
+    // the FIN are both queued when the server reads. (Were the FIN to come
+    // later, it would be an edge of its own and the test would not fail
+    // for the bug it is after.)
+    sent_tx.send(()).unwrap();
+    let (data, eof) = done_rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the EOF after a short read was never seen")
+        .unwrap();
+    assert_eq!(data, b"hello");
+    assert_eq!(eof, 0);
+    drop(client);
+}
+
 #[test]
 fn a_peer_that_resets_gives_an_error_not_a_panic() {
     let _fds = shared_fds();
