@@ -1,25 +1,15 @@
 //! The server against a real client: raw requests over `std::net::TcpStream`.
 #![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
 
-use http::{Request, Response, StatusCode};
+mod support;
+
+use http::{Request, Response};
 use proscenium::ActorSystem;
 use proscenium_http::{Body, Http, ServerBinding};
-use std::future::Future;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
-use std::pin::Pin;
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Waker};
 use std::time::Duration;
-
-fn system() -> ActorSystem {
-    ActorSystem::builder()
-        .workers(2)
-        .pin_workers(false)
-        .build()
-        .expect("system")
-}
+use support::{assert_eof, connect, read_answer, slow_server, system, Gate};
 
 fn echo(system: &ActorSystem) -> ServerBinding {
     Http::bind(
@@ -34,75 +24,6 @@ fn echo(system: &ActorSystem) -> ServerBinding {
         },
     )
     .expect("bind")
-}
-
-fn connect(binding: &ServerBinding) -> TcpStream {
-    TcpStream::connect(binding.local_addr()).expect("connect")
-}
-
-/// One response read off `stream`: status, headers (lowercase names), body.
-#[derive(Debug)]
-struct Answer {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: String,
-}
-
-impl Answer {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-fn read_answer(stream: &mut TcpStream) -> Answer {
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        let n = stream.read(&mut byte).expect("read");
-        assert_eq!(
-            n,
-            1,
-            "EOF in a response head: {:?}",
-            String::from_utf8_lossy(&head)
-        );
-        head.push(byte[0]);
-    }
-    let head = String::from_utf8(head).unwrap();
-    let mut lines = head.split("\r\n");
-    let status = lines.next().unwrap()[9..12].parse().unwrap();
-    let headers: Vec<(String, String)> = lines
-        .filter(|l| !l.is_empty())
-        .map(|l| {
-            let (n, v) = l.split_once(':').unwrap();
-            (n.trim().to_ascii_lowercase(), v.trim().to_string())
-        })
-        .collect();
-    let len: usize = headers
-        .iter()
-        .find(|(n, _)| n == "content-length")
-        .map(|(_, v)| v.parse().unwrap())
-        .unwrap_or(0);
-    let mut body = vec![0u8; len];
-    stream.read_exact(&mut body).expect("body");
-    Answer {
-        status,
-        headers,
-        body: String::from_utf8(body).unwrap(),
-    }
-}
-
-fn assert_eof(stream: &mut TcpStream) {
-    let mut rest = Vec::new();
-    // EOF or a reset: the server closed the connection.
-    let _ = stream.read_to_end(&mut rest);
-    assert!(
-        rest.is_empty(),
-        "more bytes: {:?}",
-        String::from_utf8_lossy(&rest)
-    );
 }
 
 #[test]
@@ -216,62 +137,6 @@ fn unbind_refuses_new_connections_and_keeps_open_ones() {
     system.terminate().wait();
 }
 
-/// A future the test completes: the slow handler waits on it.
-#[derive(Clone, Default)]
-struct Gate(Arc<Mutex<(bool, Option<Waker>)>>);
-
-impl Gate {
-    fn open(&self) {
-        let waker = {
-            let mut state = self.0.lock().unwrap();
-            state.0 = true;
-            state.1.take()
-        };
-        if let Some(w) = waker {
-            w.wake();
-        }
-    }
-}
-
-impl Future for Gate {
-    type Output = ();
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let mut state = self.0.lock().unwrap();
-        if state.0 {
-            Poll::Ready(())
-        } else {
-            state.1 = Some(cx.waker().clone());
-            Poll::Pending
-        }
-    }
-}
-
-fn slow_server(system: &ActorSystem, gate: Gate) -> (ServerBinding, mpsc::Receiver<()>) {
-    let (entered_tx, entered) = mpsc::channel();
-    let entered_tx = Mutex::new(entered_tx);
-    let binding = Http::bind(
-        system,
-        "127.0.0.1:0".parse().unwrap(),
-        move |req: Request<Body>| {
-            let gate = gate.clone();
-            let slow = req.uri().path() == "/slow";
-            if slow {
-                entered_tx.lock().unwrap().send(()).unwrap();
-            }
-            async move {
-                if slow {
-                    gate.await;
-                }
-                let mut response = Response::new(Body::from(req.uri().path().to_string()));
-                *response.status_mut() = StatusCode::OK;
-                response
-            }
-        },
-    )
-    .expect("bind");
-    (binding, entered)
-}
-
 /// Akka: "if a connection has no “in-flight” request, it is terminated
 /// immediately"; "if user code emits a response within the timeout, then
 /// this response is sent to the client with a Connection: close header and
@@ -291,7 +156,7 @@ fn terminate_finishes_the_in_flight_request_and_closes_idle_connections() {
     let mut busy = connect(&binding);
     busy.write_all(b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
         .unwrap();
-    entered.recv().unwrap();
+    support::entered(&entered);
 
     let termination = binding.terminate(Duration::from_secs(60));
     // Idle: closed at once, while the slow request is still in flight.
@@ -300,7 +165,7 @@ fn terminate_finishes_the_in_flight_request_and_closes_idle_connections() {
     gate.open();
     let a = read_answer(&mut busy);
     assert_eq!(a.status, 200);
-    assert_eq!(a.body, "/slow");
+    assert_eq!(a.body, "GET /slow 0");
     assert_eq!(a.header("connection"), Some("close"));
     assert_eof(&mut busy);
 
@@ -324,7 +189,7 @@ fn terminate_force_closes_what_is_left_at_the_deadline() {
     let mut busy = connect(&binding);
     busy.write_all(b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
         .unwrap();
-    entered.recv().unwrap();
+    support::entered(&entered);
     let terminated = binding
         .terminate(Duration::from_millis(50))
         .wait()

@@ -3,8 +3,9 @@
 #![allow(dead_code)] // each test file uses a part
 
 use proscenium::ActorSystem;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
 
 pub(crate) fn system() -> ActorSystem {
     ActorSystem::builder()
@@ -129,15 +130,39 @@ impl Client {
     }
 
     /// Everything until EOF (or a reset).
+    /// What comes until the server closes the connection (EOF, or a
+    /// reset); fails the test if it is still open after the read timeout
+    /// (see [`From<TcpStream>`]).
     pub(crate) fn rest(&mut self) -> Vec<u8> {
         let mut rest = Vec::new();
-        let _ = self.reader.read_to_end(&mut rest);
+        match self.reader.read_to_end(&mut rest) {
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted
+                ) => {}
+            Err(e) => panic!(
+                "the connection was not closed ({e}); got {:?}",
+                String::from_utf8_lossy(&rest)
+            ),
+        }
         rest
     }
 }
 
+/// How long a read waits before the test fails (a safety net: a test
+/// waiting for bytes that never come fails instead of hanging).
+const READ_PATIENCE: Duration = Duration::from_secs(30);
+
+/// Sets a read timeout ([`READ_PATIENCE`]) on a stream that has none.
 impl From<TcpStream> for Client {
     fn from(stream: TcpStream) -> Client {
+        if stream.read_timeout().expect("read timeout").is_none() {
+            stream
+                .set_read_timeout(Some(READ_PATIENCE))
+                .expect("set a read timeout");
+        }
         Client {
             reader: BufReader::new(stream),
         }
