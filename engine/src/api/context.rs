@@ -4,7 +4,7 @@
 
 use std::fmt;
 use std::mem::ManuallyDrop;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use proscenium_mailbox::Enqueued;
 
@@ -12,7 +12,7 @@ use crate::api::actor::{Actor, Props};
 use crate::api::actor_ref::{ActorId, ActorRef};
 use crate::error::{validate_name, SpawnError};
 use crate::patterns::timers::Extras;
-use crate::runtime::cell::{Cell, CellCore, Children, Name};
+use crate::runtime::cell::{ActorCell, CellCore, CellRef, Name};
 use crate::runtime::driver::Driver;
 use crate::runtime::signal::{SystemMsg, Watcher};
 use crate::runtime::system::ActorSystem;
@@ -23,7 +23,7 @@ pub struct Context<A: Actor> {
     /// not own a reference to itself between runs) by [`enter`](Self::enter).
     /// It borrows the run's own reference instead of counting one of its
     /// own (two locked instructions per run less), so it is never dropped.
-    cell: Option<ManuallyDrop<Arc<Cell<A::Msg>>>>,
+    cell: Option<ManuallyDrop<Arc<ActorCell<A>>>>,
     /// Death-watch state, allocated by the first `watch` (most actors never
     /// watch: 8 bytes in every cell instead of 56).
     pub(crate) watch: Option<Box<Watching>>,
@@ -64,7 +64,7 @@ impl<A: Actor> Context<A> {
     /// `cell` stays alive until `leave` is called (the run holds the
     /// reference that `cell` borrows), and `leave` is called before the
     /// context is used outside this run.
-    pub(crate) unsafe fn enter(&mut self, cell: &Arc<Cell<A::Msg>>) {
+    pub(crate) unsafe fn enter(&mut self, cell: &Arc<ActorCell<A>>) {
         // SAFETY: the pointer comes from a live `Arc` (`as_ptr`), as
         // `from_raw` requires; the `Arc` made here owns no count (it is
         // never dropped: `ManuallyDrop`, and `leave` forgets it), so the
@@ -81,7 +81,7 @@ impl<A: Actor> Context<A> {
         self.cell = None;
     }
 
-    pub(crate) fn cell(&self) -> &Arc<Cell<A::Msg>> {
+    pub(crate) fn cell(&self) -> &Arc<ActorCell<A>> {
         self.cell
             .as_deref()
             .expect("a context is only reachable from inside its actor's run")
@@ -93,9 +93,7 @@ impl<A: Actor> Context<A> {
 
     /// This actor's typed reference.
     pub fn self_ref(&self) -> ActorRef<A::Msg> {
-        ActorRef {
-            cell: Arc::clone(self.cell()),
-        }
+        self.cell().actor_ref()
     }
 
     /// This actor's id.
@@ -245,25 +243,25 @@ pub(crate) fn spawn<B: Actor>(
     if let Some(n) = name {
         validate_name(n)?;
     }
-    let core = parent.cell().core();
+    let core = parent.core();
     let system = core.system.clone();
     let uid = system.next_uid();
     let capacity = props.mailbox_capacity();
     if capacity == Some(0) {
         return Err(SpawnError::ZeroCapacity);
     }
-    let driver = Box::new(Driver::new(props));
-    let child_core = CellCore {
+    let cell = ActorCell::new(
         uid,
-        name: match name {
+        match name {
             Some(n) => Name::from(n),
             None => Name::anonymous(uid),
         },
-        parent: Some(parent.clone()),
+        Some(parent.clone()),
         system,
-        children: Mutex::new(Children::default()),
-    };
-    let cell = Cell::new(child_core, capacity, driver).map_err(|_| SpawnError::ZeroCapacity)?;
+        capacity,
+        Driver::new(props),
+    )
+    .map_err(|_| SpawnError::ZeroCapacity)?;
     let won = cell
         .mailbox
         .enqueue_system(SystemMsg::Create)
@@ -290,25 +288,29 @@ pub(crate) fn spawn<B: Actor>(
     children.insert(cell.id());
     drop(children);
     cell.schedule();
-    Ok(ActorRef { cell })
+    Ok(ActorRef {
+        cell: CellRef::new(cell),
+    })
 }
 
 /// Creates the root guardian (the only cell without a parent).
 pub(crate) fn spawn_root<B: Actor>(system: &ActorSystem, props: Props<B>) -> ActorRef<B::Msg> {
-    let core = CellCore {
-        uid: system.next_uid(),
-        name: Name::from(""),
-        parent: None,
-        system: system.clone(),
-        children: Mutex::new(Children::default()),
-    };
-    let cell =
-        Cell::new(core, None, Box::new(Driver::new(props))).expect("unbounded mailboxes build");
+    let cell = ActorCell::new(
+        system.next_uid(),
+        Name::from(""),
+        None,
+        system.clone(),
+        None,
+        Driver::new(props),
+    )
+    .expect("unbounded mailboxes build");
     let won = cell
         .mailbox
         .enqueue_system(SystemMsg::Create)
         .expect("a new mailbox is open");
     debug_assert_eq!(won, Enqueued::MustSchedule);
     cell.schedule();
-    ActorRef { cell }
+    ActorRef {
+        cell: CellRef::new(cell),
+    }
 }

@@ -22,7 +22,7 @@ use crate::api::actor_ref::ActorId;
 use crate::api::context::Context;
 use crate::observe::events::{publish_lifecycle, publish_supervision, LifecycleKind};
 use crate::patterns::timers::{Extras, TimerSlot};
-use crate::runtime::cell::{run_callback, undeliverable_system, Cell, Drive, RunEnd};
+use crate::runtime::cell::{run_callback, undeliverable_system, ActorCell, RunEnd};
 use crate::runtime::contain::contain;
 use crate::runtime::drain::{close_and_drain, dequeue_system_only, drain_closed, DRAIN_BEFORE_CLOSE};
 use crate::runtime::signal::{Envelope, SystemMsg, Watcher};
@@ -108,7 +108,7 @@ impl<A: Actor> Driver<A> {
         }
     }
 
-    fn cell(&self) -> &Arc<Cell<A::Msg>> {
+    fn cell(&self) -> &Arc<ActorCell<A>> {
         self.ctx.cell()
     }
 
@@ -313,7 +313,7 @@ impl<A: Actor> Driver<A> {
             tracing::debug!(actor = %self.path(), %failure, "failure while already failed or stopping");
             return;
         }
-        // SAFETY: we hold the run (this runs inside `Drive::run`).
+        // SAFETY: we hold the run (this runs inside `Driver::run`).
         unsafe { self.cell().mailbox.suspend() };
         self.failed = true;
         match children {
@@ -775,7 +775,7 @@ impl<A: Actor> Driver<A> {
     #[inline(never)]
     fn next_with_extras(
         &mut self,
-        cell: &Arc<Cell<A::Msg>>,
+        cell: &Arc<ActorCell<A>>,
     ) -> Result<Dequeued<SystemMsg, Envelope<A::Msg>>, RunEnd> {
         let dequeued = if self.ctx.has_unstashed() {
             self.next_unstashed(cell)?
@@ -796,7 +796,7 @@ impl<A: Actor> Driver<A> {
     /// comes before anything still in the user lane. `Err` ends the run.
     fn next_unstashed(
         &mut self,
-        cell: &Arc<Cell<A::Msg>>,
+        cell: &Arc<ActorCell<A>>,
     ) -> Result<Dequeued<SystemMsg, Envelope<A::Msg>>, RunEnd> {
         // The user lane is closed for one dequeue, so only the system lane
         // answers (a suspended actor's does anyway; `dequeue_system_only`,
@@ -821,8 +821,12 @@ impl<A: Actor> Driver<A> {
     }
 }
 
-impl<A: Actor> Drive<A::Msg> for Driver<A> {
-    fn run(&mut self, cell: &Arc<Cell<A::Msg>>, budget: &mut Budget) -> RunEnd {
+impl<A: Actor> Driver<A> {
+    /// Handles messages until the budget is used (`Yield`) or the mailbox
+    /// has nothing the holder may take (`Release`). Must not release the
+    /// run itself: the caller (`Cell::run`) does, after this borrow has
+    /// ended.
+    pub(crate) fn run(&mut self, cell: &Arc<ActorCell<A>>, budget: &mut Budget) -> RunEnd {
         // SAFETY: `cell` is the reference `Cell::run` holds for the whole
         // run; every way out of this run (the return below, or a panic,
         // after which `Cell::run` calls `abandon_run`) calls `leave`.
@@ -867,7 +871,9 @@ impl<A: Actor> Drive<A::Msg> for Driver<A> {
         end
     }
 
-    fn abandon_run(&mut self) {
+    /// A panic escaped `run`: forget the run's state (the context's
+    /// reference to the cell), so the cell can be run again or freed.
+    pub(crate) fn abandon_run(&mut self) {
         self.ctx.leave();
     }
 }
