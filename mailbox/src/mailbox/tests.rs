@@ -251,3 +251,57 @@ fn mailbox_fits_in_64_bytes_without_forcing_alignment() {
     );
     assert!(std::mem::align_of::<Mb>() <= 8);
 }
+
+/// An idle mailbox holds no node: `release` puts each empty lane back at
+/// its inline stub, freeing the node of the last message (decision 0020);
+/// a lane that is not empty keeps its node.
+#[test]
+fn release_leaves_an_idle_mailbox_at_its_stubs() {
+    let fresh = Mb::new();
+    // SAFETY: nobody runs `fresh`; its marks are read only to compare.
+    let (sys_stub, user_stub) = unsafe { (fresh.holder.system.mark(), fresh.holder.user.mark()) };
+    let mb = Mb::new();
+    let _ = mb.enqueue_system("create");
+    let _ = mb.enqueue_user(1);
+    // SAFETY: the first enqueue won the run; we hold it until `Idle`.
+    unsafe {
+        assert_eq!(mb.dequeue(), Dequeued::System("create"));
+        assert_eq!(mb.dequeue(), Dequeued::User(1));
+        assert_ne!(mb.holder.user.mark(), user_stub, "at the message's node");
+        assert_eq!(mb.dequeue(), Dequeued::Empty);
+        assert_eq!(mb.release(), Release::Idle);
+        // Read after the release only because nothing else runs here.
+        assert_eq!(mb.holder.system.mark(), sys_stub);
+        assert_eq!(mb.holder.user.mark(), user_stub);
+    }
+    // A paused lane with a message keeps its node; the stub comes back
+    // once the message is taken.
+    assert_eq!(mb.enqueue_user(2), Ok(Enqueued::MustSchedule));
+    let _ = mb.enqueue_user(3);
+    // SAFETY: as above.
+    unsafe {
+        assert_eq!(mb.dequeue(), Dequeued::User(2));
+        mb.suspend();
+        assert_eq!(mb.dequeue(), Dequeued::Empty);
+        assert_eq!(mb.release(), Release::Idle);
+        assert_ne!(mb.holder.user.mark(), user_stub, "3 is still queued");
+    }
+    let _ = mb.enqueue_system("resume");
+    // SAFETY: as above.
+    unsafe {
+        assert_eq!(mb.dequeue(), Dequeued::System("resume"));
+        assert!(mb.resume());
+        assert_eq!(mb.dequeue(), Dequeued::User(3));
+        assert_eq!(mb.dequeue(), Dequeued::Empty);
+        assert_eq!(mb.release(), Release::Idle);
+        assert_eq!(mb.holder.user.mark(), user_stub);
+    }
+    // Back at the stubs, the lanes take messages as before.
+    assert_eq!(mb.enqueue_user(4), Ok(Enqueued::MustSchedule));
+    // SAFETY: as above.
+    unsafe {
+        assert_eq!(mb.dequeue(), Dequeued::User(4));
+        assert_eq!(mb.dequeue(), Dequeued::Empty);
+        assert_eq!(mb.release(), Release::Idle);
+    }
+}
