@@ -13,9 +13,10 @@ use crate::api::actor_ref::{ActorId, ActorRef};
 use crate::error::{validate_name, SpawnError};
 use crate::patterns::timers::Extras;
 use crate::runtime::cell::{ActorCell, CellCore, CellRef, Name};
-use crate::runtime::driver::Driver;
+use crate::runtime::driver::{Awaiting, Driver};
 use crate::runtime::signal::{SystemMsg, Watcher};
 use crate::runtime::system::ActorSystem;
+use crate::supervision::failure::Failure;
 
 /// An actor's view of itself and its surroundings, handed to every handler.
 pub struct Context<A: Actor> {
@@ -24,12 +25,39 @@ pub struct Context<A: Actor> {
     /// It borrows the run's own reference instead of counting one of its
     /// own (two locked instructions per run less), so it is never dropped.
     cell: Option<ManuallyDrop<Arc<ActorCell<A>>>>,
-    /// Death-watch state, allocated by the first `watch` (most actors never
-    /// watch: 8 bytes in every cell instead of 56).
-    pub(crate) watch: Option<Box<Watching>>,
-    /// Timers, receive timeout and stash, allocated on first use (or at
-    /// creation for an actor whose props bound its stash).
-    pub(crate) extras: Option<Box<Extras<A::Msg>>>,
+    /// What few actors use, allocated by the first use (one pointer in every
+    /// cell instead of five): see [`Rare`].
+    pub(crate) rare: Option<Box<Rare<A::Msg>>>,
+}
+
+/// An actor's seldom-used state, behind one pointer in its context.
+pub(crate) struct Rare<M: Send + 'static> {
+    /// Death-watch state: whom this actor watches.
+    pub(crate) watch: Watching,
+    /// Timers, receive timeout and stash (boxed again: most actors with a
+    /// `Rare` only watch), allocated on first use, or at creation for an
+    /// actor whose props bound its stash.
+    pub(crate) extras: Option<Box<Extras<M>>>,
+    /// Who watches this actor, with no duplicate actor (a parent needs no
+    /// entry: it hears from its child anyway).
+    pub(crate) watchers: Vec<Watcher>,
+    /// What a failed actor keeps while it waits for its supervisor.
+    pub(crate) awaiting: Awaiting,
+    /// The failure a restart in progress hands to `post_restart`; `None`
+    /// re-runs `pre_start` instead (a failed creation).
+    pub(crate) restart_failure: Option<Failure>,
+}
+
+impl<M: Send + 'static> Default for Rare<M> {
+    fn default() -> Rare<M> {
+        Rare {
+            watch: Watching::default(),
+            extras: None,
+            watchers: Vec::new(),
+            awaiting: Awaiting::default(),
+            restart_failure: None,
+        }
+    }
 }
 
 /// What an actor's death watch keeps.
@@ -47,14 +75,35 @@ impl<A: Actor> Context<A> {
     pub(crate) fn new() -> Context<A> {
         Context {
             cell: None,
-            watch: None,
-            extras: None,
+            rare: None,
         }
+    }
+
+    /// The seldom-used state, allocated on first use.
+    pub(crate) fn rare_mut(&mut self) -> &mut Rare<A::Msg> {
+        self.rare.get_or_insert_with(Box::default)
     }
 
     /// The death-watch state, allocated on first use.
     pub(crate) fn watch_state(&mut self) -> &mut Watching {
-        self.watch.get_or_insert_with(Box::default)
+        &mut self.rare_mut().watch
+    }
+
+    /// The death-watch state, if any.
+    pub(crate) fn watch_mut(&mut self) -> Option<&mut Watching> {
+        self.rare.as_deref_mut().map(|r| &mut r.watch)
+    }
+
+    /// The timers, receive timeout and stash, if any.
+    #[inline]
+    pub(crate) fn extras(&self) -> Option<&Extras<A::Msg>> {
+        self.rare.as_deref()?.extras.as_deref()
+    }
+
+    /// The timers, receive timeout and stash, if any, mutably.
+    #[inline]
+    pub(crate) fn extras_if_any(&mut self) -> Option<&mut Extras<A::Msg>> {
+        self.rare.as_deref_mut()?.extras.as_deref_mut()
     }
 
     /// Points the context at `cell` for one run, until [`leave`](Self::leave).
@@ -197,7 +246,7 @@ impl<A: Actor> Context<A> {
     /// Stops watching `who`: no Terminated for it is handled after this
     /// call, even one already queued.
     pub fn unwatch(&mut self, who: &ActorId) {
-        let Some(state) = self.watch.as_deref_mut() else {
+        let Some(state) = self.watch_mut() else {
             return; // never watched anyone
         };
         state.terminated_queued.retain(|(_, w)| w != who);
@@ -210,9 +259,9 @@ impl<A: Actor> Context<A> {
 
     /// Whether this actor watches `who`.
     pub fn is_watching(&self, who: &ActorId) -> bool {
-        self.watch
+        self.rare
             .as_deref()
-            .is_some_and(|state| state.watching.contains(who))
+            .is_some_and(|r| r.watch.watching.contains(who))
     }
 }
 
@@ -222,10 +271,7 @@ impl<A: Actor> fmt::Debug for Context<A> {
         if let Some(cell) = &self.cell {
             d.field("actor", &cell.id());
         }
-        let watching = self
-            .watch
-            .as_deref()
-            .map_or(0, |state| state.watching.len());
+        let watching = self.rare.as_deref().map_or(0, |r| r.watch.watching.len());
         d.field("watching", &watching).finish()
     }
 }
