@@ -203,7 +203,7 @@ impl<A: Actor> Context<A> {
     /// after the message it is handling now; see [`ActorId::stop`].
     pub fn stop(&mut self, who: &ActorId) {
         if let Some(r) = self.core().children().get_mut(who) {
-            r.stopping = true;
+            r.set_stopping();
         }
         who.stop();
     }
@@ -219,9 +219,9 @@ impl<A: Actor> Context<A> {
             let mut children = self.core().children();
             children
                 .iter_mut()
-                .filter(|(_, r)| !r.stopping)
+                .filter(|(_, r)| !r.stopping())
                 .map(|(id, r)| {
-                    r.stopping = true;
+                    r.set_stopping();
                     id.clone()
                 })
                 .collect()
@@ -314,7 +314,7 @@ pub(crate) fn spawn<B: Actor>(
         .expect("a new mailbox is open");
     debug_assert_eq!(won, Enqueued::MustSchedule);
     let mut children = core.children();
-    if children.closed {
+    if children.closed() {
         return Err(SpawnError::ParentTerminating {
             parent: parent.path(),
         });

@@ -375,13 +375,39 @@ pub(crate) struct CellCore {
     pub(crate) children: Mutex<Children>,
 }
 
-/// A parent's children, by name. Costs one pointer and a flag in every
-/// cell; the table is allocated by the first child (most actors have none).
-#[derive(Default)]
+/// A parent's children, by name. One word in every cell: the table,
+/// allocated by the first child (most actors have none), and the `closed`
+/// flag in the pointer's bit 0.
 pub(crate) struct Children {
-    table: Option<Box<ChildTable>>,
-    /// Set when the parent starts terminating: no more children.
-    pub(crate) closed: bool,
+    /// A `Box<ChildTable>` (null until the first child), tagged [`CLOSED`]
+    /// once the parent starts terminating: then no more children.
+    word: *mut ChildTable,
+}
+
+/// Bit 0 of `Children::word` (a `ChildTable` is word-aligned).
+const CLOSED: usize = 1;
+
+// SAFETY: `Children` owns its `Box<ChildTable>` (dropped in `Drop`), which
+// is `Send`; the raw pointer is only its representation.
+unsafe impl Send for Children {}
+
+impl Default for Children {
+    fn default() -> Children {
+        Children {
+            word: std::ptr::null_mut(),
+        }
+    }
+}
+
+impl Drop for Children {
+    fn drop(&mut self) {
+        let table = self.table_ptr();
+        if !table.is_null() {
+            // SAFETY: a non-null table pointer came from `Box::into_raw`
+            // (`table_or_insert`), and only this drop frees it.
+            drop(unsafe { Box::from_raw(table) });
+        }
+    }
 }
 
 #[derive(Default)]
@@ -431,31 +457,122 @@ impl BuildHasher for ProcessKeyed {
     }
 }
 
-/// One child, as its parent sees it (besides its id, the table's key).
-#[derive(Default)]
+/// One child, as its parent sees it (besides its id, the table's key): one
+/// word, the restart statistics (allocated by the first restart decision:
+/// most children never fail) with the `stopping` flag in bit 0.
 pub(crate) struct ChildState {
-    /// Allocated by the first restart decision (most children never fail).
-    stats: Option<Box<RestartStats>>,
-    /// The parent asked it to stop; a restart waits for these.
-    pub(crate) stopping: bool,
+    /// A `Box<RestartStats>` or null, tagged [`STOPPING`].
+    word: *mut RestartStats,
 }
 
-impl ChildState {
-    /// The child's restart statistics, allocated on first use.
-    pub(crate) fn stats(&mut self) -> &mut RestartStats {
-        self.stats.get_or_insert_with(Box::default)
+/// Bit 0 of `ChildState::word`: the parent asked the child to stop; a
+/// restart waits for these.
+const STOPPING: usize = 1;
+
+// SAFETY: `ChildState` owns its `Box<RestartStats>` (dropped in `Drop`),
+// which is `Send`; the raw pointer is only its representation.
+unsafe impl Send for ChildState {}
+
+impl Default for ChildState {
+    fn default() -> ChildState {
+        ChildState {
+            word: std::ptr::null_mut(),
+        }
     }
 }
 
+impl Drop for ChildState {
+    fn drop(&mut self) {
+        let stats = self.stats_ptr();
+        if !stats.is_null() {
+            // SAFETY: a non-null stats pointer came from `Box::into_raw`
+            // (`stats`), and only this drop frees it.
+            drop(unsafe { Box::from_raw(stats) });
+        }
+    }
+}
+
+impl ChildState {
+    fn stats_ptr(&self) -> *mut RestartStats {
+        untag(self.word)
+    }
+
+    /// The parent asked the child to stop.
+    pub(crate) fn stopping(&self) -> bool {
+        self.word as usize & STOPPING != 0
+    }
+
+    pub(crate) fn set_stopping(&mut self) {
+        if !self.stopping() {
+            self.word = self.word.wrapping_byte_add(STOPPING);
+        }
+    }
+
+    /// The child's restart statistics, allocated on first use.
+    pub(crate) fn stats(&mut self) -> &mut RestartStats {
+        if self.stats_ptr().is_null() {
+            let stats = Box::into_raw(Box::<RestartStats>::default());
+            debug_assert_eq!(stats as usize & STOPPING, 0, "word-aligned");
+            let tag = self.word as usize & STOPPING;
+            self.word = stats.wrapping_byte_add(tag);
+        }
+        // SAFETY: not null (allocated above if it was), from
+        // `Box::into_raw`, owned by `self`, which we borrow mutably.
+        unsafe { &mut *self.stats_ptr() }
+    }
+}
+
+/// A tagged pointer without its bit 0 (keeping its provenance).
+fn untag<T>(word: *mut T) -> *mut T {
+    word.wrapping_byte_sub(word as usize & 1)
+}
+
 impl Children {
+    fn table_ptr(&self) -> *mut ChildTable {
+        untag(self.word)
+    }
+
+    fn table(&self) -> Option<&ChildTable> {
+        // SAFETY: null or from `Box::into_raw`, owned by `self`.
+        unsafe { self.table_ptr().as_ref() }
+    }
+
+    fn table_mut(&mut self) -> Option<&mut ChildTable> {
+        // SAFETY: as in `table`; `self` is borrowed mutably.
+        unsafe { self.table_ptr().as_mut() }
+    }
+
+    fn table_or_insert(&mut self) -> &mut ChildTable {
+        if self.table_ptr().is_null() {
+            let table = Box::into_raw(Box::<ChildTable>::default());
+            debug_assert_eq!(table as usize & CLOSED, 0, "word-aligned");
+            let tag = self.word as usize & CLOSED;
+            self.word = table.wrapping_byte_add(tag);
+        }
+        // SAFETY: not null (allocated above if it was), from
+        // `Box::into_raw`, owned by `self`, which we borrow mutably.
+        unsafe { &mut *self.table_ptr() }
+    }
+
+    /// The parent is terminating: no more children.
+    pub(crate) fn closed(&self) -> bool {
+        self.word as usize & CLOSED != 0
+    }
+
+    pub(crate) fn close(&mut self) {
+        if !self.closed() {
+            self.word = self.word.wrapping_byte_add(CLOSED);
+        }
+    }
+
     /// The state of `id`, if it is (still) a child.
     pub(crate) fn get(&self, id: &ActorId) -> Option<&ChildState> {
-        let (key, state) = self.table.as_ref()?.map.get_key_value(id.name())?;
+        let (key, state) = self.table()?.map.get_key_value(id.name())?;
         (key.0 == *id).then_some(state)
     }
 
     pub(crate) fn get_mut(&mut self, id: &ActorId) -> Option<&mut ChildState> {
-        let map = &mut self.table.as_mut()?.map;
+        let map = &mut self.table_mut()?.map;
         // The key's id is compared first: a child of the same name that has
         // replaced a terminated one is not `id`.
         if map.get_key_value(id.name())?.0 .0 != *id {
@@ -467,12 +584,12 @@ impl Children {
     /// The child named `name` (possibly terminated, until its parent has
     /// handled the notice of its death).
     pub(crate) fn by_name(&self, name: &str) -> Option<&ActorId> {
-        Some(&self.table.as_ref()?.map.get_key_value(name)?.0 .0)
+        Some(&self.table()?.map.get_key_value(name)?.0 .0)
     }
 
     /// Adds `id`, replacing a (terminated) child of the same name.
     pub(crate) fn insert(&mut self, id: ActorId) {
-        let map = &mut self.table.get_or_insert_with(Box::default).map;
+        let map = &mut self.table_or_insert().map;
         // `insert` would keep the old key (the old child's id): remove it.
         map.remove(id.name());
         map.insert(ChildKey(id), ChildState::default());
@@ -483,27 +600,27 @@ impl Children {
         if self.get(id).is_none() {
             return false;
         }
-        if let Some(table) = self.table.as_mut() {
+        if let Some(table) = self.table_mut() {
             table.map.remove(id.name());
         }
         true
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.table.as_ref().map_or(true, |t| t.map.is_empty())
+        self.table().map_or(true, |t| t.map.is_empty())
     }
 
     /// Every child with its state.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&ActorId, &ChildState)> {
-        self.table
-            .iter()
+        self.table()
+            .into_iter()
             .flat_map(|t| t.map.iter().map(|(k, s)| (&k.0, s)))
     }
 
     /// Every child with its state, mutably.
     pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = (&ActorId, &mut ChildState)> {
-        self.table
-            .iter_mut()
+        self.table_mut()
+            .into_iter()
             .flat_map(|t| t.map.iter_mut().map(|(k, s)| (&k.0, s)))
     }
 
@@ -751,7 +868,7 @@ mod tests {
     }
 
     /// Every actor is one allocation, its cell: the head (vtable 8, uid 8,
-    /// name 16, parent 8, system 8, children 24, mailbox 64: 136 bytes),
+    /// name 16, parent 8, system 8, children 16, mailbox 64: 128 bytes),
     /// then the driver (40 bytes besides the actor: the props' factory 16,
     /// the context 16 (the cell during a run, and one pointer to what few
     /// actors use: the death watch, the watchers, timers, receive timeout
@@ -767,15 +884,50 @@ mod tests {
         let head = std::mem::offset_of!(ActorCell<Small>, driver);
         let driver = size_of::<Driver<Small>>() - size_of::<Small>();
         assert_eq!(size_of::<Small>(), 16);
-        assert!(head <= 136, "head {head}");
+        assert!(head <= 128, "head {head}");
         assert!(driver <= 40, "driver {driver}");
-        assert!(cell <= 136 + 40 + 16, "cell {cell}");
+        assert!(cell <= 128 + 40 + 16, "cell {cell}");
         assert!(align_of::<ActorCell<Small>>() <= 8);
         // An id is one pointer (the parent's, each child's table key); a
         // typed reference is the `Arc<dyn Runnable>` the scheduler takes.
         assert_eq!(size_of::<crate::ActorId>(), 8);
         assert_eq!(size_of::<Option<crate::ActorId>>(), 8);
         assert_eq!(size_of::<crate::ActorRef<u64>>(), 16);
+    }
+
+    /// A parent's children are one word behind the lock, the `closed` flag
+    /// in the table pointer's bit 0, kept whether the table exists or not;
+    /// a child's state is one word, its `stopping` flag in the statistics
+    /// pointer's bit 0 (so `/user`'s table costs 16 bytes per child).
+    #[test]
+    fn children_and_child_states_keep_their_flags_beside_their_pointers() {
+        use super::{ChildState, Children};
+        assert_eq!(size_of::<std::sync::Mutex<Children>>(), 16);
+        assert_eq!(size_of::<ChildState>(), 8);
+        let mut children = Children::default();
+        assert!(!children.closed() && children.is_empty());
+        children.close();
+        assert!(children.closed() && children.is_empty());
+        children.table_or_insert();
+        assert!(children.closed() && children.is_empty());
+        let mut open = Children::default();
+        open.table_or_insert();
+        assert!(!open.closed());
+        open.close();
+        assert!(open.closed() && open.table().is_some());
+
+        let mut state = ChildState::default();
+        assert!(!state.stopping());
+        state.set_stopping();
+        assert!(state.stopping());
+        let stats: *const _ = state.stats();
+        assert!(state.stopping());
+        assert!(std::ptr::eq(stats, state.stats()));
+        let mut fresh = ChildState::default();
+        let _ = fresh.stats();
+        assert!(!fresh.stopping());
+        fresh.set_stopping();
+        assert!(fresh.stopping());
     }
 
     /// A name is stored in the cell up to 14 bytes and boxed beyond, and

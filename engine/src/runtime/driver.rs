@@ -438,7 +438,7 @@ impl<A: Actor> Driver<A> {
         if self.life != Life::Restarting {
             return;
         }
-        if self.cell().core.children().iter().any(|(_, r)| r.stopping) {
+        if self.cell().core.children().iter().any(|(_, r)| r.stopping()) {
             return;
         }
         self.life = Life::Running;
@@ -473,7 +473,7 @@ impl<A: Actor> Driver<A> {
                 .core
                 .children()
                 .iter()
-                .filter(|(_, r)| !r.stopping)
+                .filter(|(_, r)| !r.stopping())
                 .map(|(id, _)| id.clone())
                 .collect();
             for child in survivors {
@@ -666,7 +666,7 @@ impl<A: Actor> Driver<A> {
                 watched.send_system(SystemMsg::Unwatch(me.clone()));
             }
         }
-        self.cell().core.children().closed = true;
+        self.cell().core.children().close();
         self.ctx.stop_all_children();
         self.termination_progress();
     }
