@@ -868,7 +868,7 @@ mod tests {
     }
 
     /// Every actor is one allocation, its cell: the head (vtable 8, uid 8,
-    /// name 16, parent 8, system 8, children 16, mailbox 64: 128 bytes),
+    /// name 16, parent 8, system 8, children 16, mailbox 48: 112 bytes),
     /// then the driver (40 bytes besides the actor: the props' factory 16,
     /// the context 16 (the cell during a run, and one pointer to what few
     /// actors use: the death watch, the watchers, timers, receive timeout
@@ -884,9 +884,9 @@ mod tests {
         let head = std::mem::offset_of!(ActorCell<Small>, driver);
         let driver = size_of::<Driver<Small>>() - size_of::<Small>();
         assert_eq!(size_of::<Small>(), 16);
-        assert!(head <= 128, "head {head}");
+        assert!(head <= 112, "head {head}");
         assert!(driver <= 40, "driver {driver}");
-        assert!(cell <= 128 + 40 + 16, "cell {cell}");
+        assert!(cell <= 112 + 40 + 16, "cell {cell}");
         assert!(align_of::<ActorCell<Small>>() <= 8);
         // An id is one pointer (the parent's, each child's table key); a
         // typed reference is the `Arc<dyn Runnable>` the scheduler takes.
