@@ -70,7 +70,11 @@ def main():
             continue
         if op[0] == "lock":
             kind = "lock " + op[1]
-        elif op[0].startswith("xchg") or op[0] == "mfence":
+        elif op[0].startswith("xchg") and "(" in ins:
+            # Only with a memory operand: `xchg` between registers is not
+            # locked (`xchg %ax,%ax` is a two-byte nop, used as padding).
+            kind = op[0]
+        elif op[0] == "mfence":
             kind = op[0]
         else:
             continue

@@ -16,6 +16,23 @@
 //! `close_racing_with_senders_accounts_for_every_message_once`,
 //! `suspended_means_user_lane_paused` and
 //! `system_message_overtakes_later_user_messages` fail.
+//!
+//! The inline stub's return (`Tail::recycle`, issue 17, decision 0020),
+//! mutations checked to be caught, each applied alone, then reverted:
+//! storing the null into `tail` after the compare-and-swap instead of
+//! before it, or not putting the node back into `tail` when the exchange
+//! fails: both `recycle_racing_*` models fail (a push linked into the stub
+//! or into the node is lost; the consumer then never finds it and the model
+//! exceeds loom's branch limit); the exchange's success ordering Relaxed
+//! instead of Release: both fail the same way; the link into the stub
+//! stored Relaxed instead of Release in `push`, or `pop` loading `tail`
+//! Relaxed instead of Acquire: both fail (loom reports the value read
+//! without the producer's write happening before); `Mailbox::release`
+//! recycling after its `fetch_and`, when the run is no longer its own:
+//! `run_state_never_double_owned_and_never_strands_a_message`,
+//! `system_message_overtakes_later_user_messages`,
+//! `suspended_means_user_lane_paused` and
+//! `close_racing_with_senders_accounts_for_every_message_once` fail.
 #![cfg(loom)]
 
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -195,6 +212,73 @@ fn queue_two_producers_fifo() {
 #[test]
 fn queue_three_producers_fifo() {
     queue_model(3, 1);
+}
+
+/// The stub's return racing pushes (decision 0020). The consumer puts its
+/// inline stub back (`recycle`, what `Mailbox::release` does to an empty
+/// lane) whenever it finds the queue empty, while producers push: a push
+/// that comes before the stub's compare-and-swap links into the consumer's
+/// node (and the exchange fails, leaving it there), one that comes after
+/// links into the stub, which is the consumer's `tail` word. Nothing is
+/// lost or seen twice, FIFO per producer, and the drained queue ends at its
+/// stub, holding no node.
+fn recycle_model(producers: usize, per_producer: usize) {
+    loom::model(move || {
+        let q = Arc::new(MpscQueue::new());
+        // SAFETY: nobody pops from it; its mark is read only to compare.
+        let stub = unsafe { MpscQueue::<(usize, usize)>::new().mark() };
+        let handles: Vec<_> = (0..producers)
+            .map(|p| {
+                let q = q.clone();
+                thread::spawn(move || {
+                    for i in 0..per_producer {
+                        q.push((p, i));
+                    }
+                })
+            })
+            .collect();
+        let mut next = vec![0; producers];
+        let mut received = 0;
+        while received < producers * per_producer {
+            // SAFETY: the model's main thread is the only consumer.
+            match unsafe { q.pop() } {
+                Pop::Data((p, i)) => {
+                    assert_eq!(i, next[p], "producer {p}: FIFO broken or duplicate");
+                    next[p] += 1;
+                    received += 1;
+                }
+                Pop::Empty => {
+                    // SAFETY: as above.
+                    unsafe { q.recycle() };
+                    thread::yield_now();
+                }
+                Pop::Inconsistent => thread::yield_now(),
+            }
+        }
+        for h in handles {
+            h.join().expect("producer panicked");
+        }
+        // SAFETY: as above.
+        unsafe {
+            assert_eq!(q.pop(), Pop::Empty, "a value was duplicated");
+            q.recycle();
+            assert_eq!(q.mark(), stub, "the drained queue holds a node");
+        }
+    });
+}
+
+/// One producer pushing twice against the consumer's recycling: the second
+/// push can link into the node the first left, or into the stub.
+#[test]
+fn recycle_racing_one_producer() {
+    recycle_model(1, 2);
+}
+
+/// Two producers against the consumer's recycling: one push can find the
+/// stub while the other links behind it.
+#[test]
+fn recycle_racing_two_producers() {
+    recycle_model(2, 1);
 }
 
 /// Concurrent senders and inline runs: the run is never held twice, and every

@@ -14,6 +14,10 @@
 //! queued or racing in is handed to the run holder exactly once, for dead
 //! letters.
 //!
+//! Each lane's stub node is inline (it is the lane's tail word), and
+//! [`Mailbox::release`] gives an empty lane its stub back and frees the last
+//! message's node: an idle mailbox holds no heap memory.
+//!
 //! Queue nodes come from a small per-thread cache that moves memory between
 //! threads in batches ([`trim_node_cache`] frees what it holds), so a
 //! cross-thread flood does not pay the allocator's remote-free path per

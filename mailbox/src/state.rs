@@ -15,14 +15,14 @@
 use std::fmt;
 
 /// The owner is scheduled or running: the holder of this bit is the consumer.
-pub(crate) const SCHEDULED: usize = 1 << 0;
+pub(crate) const SCHEDULED: u32 = 1 << 0;
 /// The mailbox takes no new messages.
-pub(crate) const CLOSED: usize = 1 << 1;
+pub(crate) const CLOSED: u32 = 1 << 1;
 
 /// A point-in-time reading of a mailbox's run-state word: a hint for anyone
 /// but the run holder.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub struct Snapshot(pub(crate) usize);
+pub struct Snapshot(pub(crate) u32);
 
 impl Snapshot {
     /// The owner is queued on a worker or running.

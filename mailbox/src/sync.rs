@@ -8,11 +8,11 @@
 #[cfg(loom)]
 pub(crate) use loom::{
     cell::UnsafeCell,
-    sync::atomic::{AtomicPtr, AtomicUsize, Ordering},
+    sync::atomic::{AtomicPtr, AtomicU32, Ordering},
 };
 
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+pub(crate) use std::sync::atomic::{AtomicPtr, AtomicU32, Ordering};
 
 /// The store-load barrier of the mailbox's Dekker pairing (a push against
 /// a release; `Mailbox::claim_after_push`, decision record 0019), under

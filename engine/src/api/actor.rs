@@ -153,7 +153,7 @@ impl<A: Actor> Props<A> {
     /// and [`try_tell`](crate::ActorRef::try_tell) hands the message back.
     /// A capacity of zero is refused by `spawn` with
     /// [`SpawnError::ZeroCapacity`](crate::SpawnError::ZeroCapacity);
-    /// `usize::MAX` means unbounded.
+    /// `usize::MAX` (or any capacity from `u32::MAX` up) means unbounded.
     pub fn with_mailbox_capacity(mut self, capacity: usize) -> Props<A> {
         self.capacity.mailbox = capacity;
         self

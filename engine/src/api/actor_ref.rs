@@ -1,16 +1,20 @@
 //! References to actors: the typed [`ActorRef`] that carries messages, and
 //! the untyped [`ActorId`] used to watch, stop and identify any actor.
 
+use std::any::TypeId;
 use std::fmt;
 use std::hash::{Hash, Hasher};
+use std::ptr::NonNull;
 use std::sync::Arc;
 use std::time::Duration;
 
 use proscenium_mailbox::{Enqueued, SendError, TrySendError};
+use proscenium_scheduler::Runnable;
 
 use crate::api::ask::{self, Ask, GracefulStop};
 use crate::runtime::cell::{
-    schedule_runnable, schedule_runnable_urgent, undeliverable_system, AnyCell, Cell,
+    schedule_runnable, schedule_runnable_urgent, undeliverable_system, CellCore, CellRef,
+    CellVtable,
 };
 use crate::runtime::signal::{AutoMsg, Envelope, SystemMsg};
 
@@ -18,7 +22,7 @@ use crate::runtime::signal::{AutoMsg, Envelope, SystemMsg};
 /// `Send` and `Sync`, valid after the actor is gone (messages then go to
 /// dead letters).
 pub struct ActorRef<M: Send + 'static> {
-    pub(crate) cell: Arc<Cell<M>>,
+    pub(crate) cell: CellRef<M>,
 }
 
 impl<M: Send + 'static> ActorRef<M> {
@@ -158,7 +162,7 @@ fn unwrap_msg<M: Send + 'static>(e: Envelope<M>) -> M {
 impl<M: Send + 'static> Clone for ActorRef<M> {
     fn clone(&self) -> ActorRef<M> {
         ActorRef {
-            cell: Arc::clone(&self.cell),
+            cell: self.cell.clone(),
         }
     }
 }
@@ -185,42 +189,77 @@ impl<M: Send + 'static> Hash for ActorRef<M> {
 
 impl<M: Send + 'static> From<ActorRef<M>> for ActorId {
     fn from(r: ActorRef<M>) -> ActorId {
-        ActorId::new(r.cell)
+        r.cell.id()
     }
 }
 
 /// An untyped reference to any actor: to watch it, stop it, compare it,
 /// and print its path. Equal ids name the same incarnation of the same
 /// actor (a new actor under a reused name has a different id).
-#[derive(Clone)]
+///
+/// One pointer: a counted reference to the actor's cell, seen through its
+/// core, whose table does what needs the actor's type (`CellVtable`).
 pub struct ActorId {
-    cell: Arc<dyn AnyCell>,
+    /// The core of a live `ActorCell`, at offset 0 of it, with provenance
+    /// over the whole cell (from `Arc::into_raw`); this id owns one count.
+    core: NonNull<CellCore>,
 }
 
+// SAFETY: an id is a counted reference to a cell (as an `Arc` would be),
+// and cells are `Send + Sync`: the reference counts are atomic, and what an
+// id reaches through `&self` (the core, the mailbox's senders' side) is
+// `Sync`.
+unsafe impl Send for ActorId {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for ActorId {}
+
 impl ActorId {
-    pub(crate) fn new(cell: Arc<dyn AnyCell>) -> ActorId {
-        ActorId { cell }
+    /// Takes over one count of a cell.
+    ///
+    /// # Safety
+    ///
+    /// `core` is the core of a live `ActorCell` (its data pointer, from
+    /// `Arc::into_raw` of an `Arc<ActorCell<A>>`, unsized or not), and the
+    /// caller hands this id one count of it.
+    pub(crate) unsafe fn from_raw(core: NonNull<CellCore>) -> ActorId {
+        ActorId { core }
     }
 
-    pub(crate) fn cell(&self) -> &dyn AnyCell {
-        &*self.cell
+    /// The cell's core.
+    pub(crate) fn core(&self) -> &CellCore {
+        // SAFETY: the cell lives while this id's count does.
+        unsafe { self.core.as_ref() }
+    }
+
+    fn vtable(&self) -> &'static CellVtable {
+        self.core().vtable
+    }
+
+    /// Another count of the cell, as the scheduler's runnable.
+    fn runnable(&self) -> Arc<dyn Runnable> {
+        // SAFETY: our pointer and count (the `CellVtable` contract).
+        unsafe { (self.vtable().runnable)(self.core) }
     }
 
     /// The typed reference, if this actor's messages are `M`.
     pub(crate) fn downcast<M: Send + 'static>(&self) -> Option<ActorRef<M>> {
-        let any = Arc::clone(&self.cell).into_any();
-        any.downcast::<Cell<M>>().ok().map(|cell| ActorRef { cell })
+        if (self.vtable().msg_type)() != TypeId::of::<M>() {
+            return None;
+        }
+        // SAFETY: the cell is an `ActorCell<A>` whose `A::Msg` is `M`
+        // (checked above), as a runnable.
+        let cell = unsafe { CellRef::from_runnable(self.runnable()) };
+        Some(ActorRef { cell })
     }
 
     /// Sends a system message; schedules the actor if this send won its
     /// run; a message to a terminated actor is answered as
     /// `undeliverable_system` says.
     pub(crate) fn send_system(&self, msg: SystemMsg) {
-        match self.cell.enqueue_system(msg) {
+        // SAFETY: our pointer and count (the `CellVtable` contract).
+        match unsafe { (self.vtable().enqueue_system)(self.core, msg) } {
             Ok(Enqueued::AlreadyScheduled) => {}
-            Ok(Enqueued::MustSchedule) => {
-                schedule_runnable_urgent(self.cell.core(), Arc::clone(&self.cell).into_runnable());
-            }
+            Ok(Enqueued::MustSchedule) => schedule_runnable_urgent(self.core(), self.runnable()),
             Err(SendError(msg)) => undeliverable_system(self, msg),
         }
     }
@@ -228,7 +267,7 @@ impl ActorId {
     fn send_auto(&self, msg: AutoMsg) {
         if let Err(refused) = self.try_send_auto(msg) {
             let msg = refused.into_inner();
-            self.cell.core().system.dead_auto(self.clone(), msg);
+            self.core().system.dead_auto(self.clone(), msg);
         }
     }
 
@@ -236,11 +275,10 @@ impl ActorId {
     /// if this send won its run), or hands it back: the mailbox is full or
     /// closed.
     fn try_send_auto(&self, msg: AutoMsg) -> Result<(), TrySendError<AutoMsg>> {
-        match self.cell.enqueue_auto(msg)? {
+        // SAFETY: our pointer and count (the `CellVtable` contract).
+        match unsafe { (self.vtable().enqueue_auto)(self.core, msg) }? {
             Enqueued::AlreadyScheduled => {}
-            Enqueued::MustSchedule => {
-                schedule_runnable(self.cell.core(), Arc::clone(&self.cell).into_runnable());
-            }
+            Enqueued::MustSchedule => schedule_runnable(self.core(), self.runnable()),
         }
         Ok(())
     }
@@ -304,7 +342,7 @@ impl ActorId {
                 self.stop();
             }
             Err(TrySendError::Closed(auto)) => {
-                self.cell.core().system.dead_auto(self.clone(), auto)
+                self.core().system.dead_auto(self.clone(), auto)
             }
         }
         stop
@@ -315,10 +353,10 @@ impl ActorId {
         // A loop up the parent chain, not a recursion: a hierarchy can be
         // deep enough (tens of thousands of levels) to overflow a stack.
         let mut names: Vec<&str> = Vec::new();
-        let mut core = self.cell.core();
+        let mut core = self.core();
         while let Some(parent) = &core.parent {
             names.push(&core.name);
-            core = parent.cell.core();
+            core = parent.core();
         }
         if names.is_empty() {
             return "/".to_owned();
@@ -333,23 +371,25 @@ impl ActorId {
 
     /// The actor's name (the last element of its path).
     pub fn name(&self) -> &str {
-        &self.cell.core().name
+        &self.core().name
     }
 
     /// A number unique to this actor incarnation in the process.
     pub fn uid(&self) -> u64 {
-        self.cell.core().uid
+        self.core().uid
     }
 
     /// Whether the actor has terminated (a hint, as
     /// [`ActorRef::is_terminated`]).
     pub fn is_terminated(&self) -> bool {
-        self.cell.is_closed()
+        // SAFETY: our pointer and count (the `CellVtable` contract).
+        unsafe { (self.vtable().is_closed)(self.core) }
     }
 
     /// User messages queued, for an actor with a bounded mailbox.
     pub fn queued(&self) -> Option<usize> {
-        self.cell.queued()
+        // SAFETY: our pointer and count (the `CellVtable` contract).
+        unsafe { (self.vtable().queued)(self.core) }
     }
 }
 
@@ -368,6 +408,24 @@ pub enum StopSignal {
     /// User lane; fails the actor with `Killed`. With a full bounded
     /// mailbox, a stop after the current message (not logged as killed).
     Kill,
+}
+
+impl Clone for ActorId {
+    fn clone(&self) -> ActorId {
+        // SAFETY: our pointer and count (the `CellVtable` contract); the new
+        // count is the clone's.
+        unsafe { (self.vtable().retain)(self.core) };
+        ActorId { core: self.core }
+    }
+}
+
+impl Drop for ActorId {
+    fn drop(&mut self) {
+        let release = self.vtable().release;
+        // SAFETY: our pointer, and our count, given up here (the cell may go
+        // with it: nothing reads it afterwards).
+        unsafe { release(self.core) };
+    }
 }
 
 impl fmt::Debug for ActorId {

@@ -281,7 +281,6 @@ pub(crate) fn graceful_stop_watch(target: &ActorId, timeout: Duration) -> Gracef
         let expiry = Expiry::new(Arc::clone(&slot), false, false);
         // On the timer thread itself, as the ask's timeout (see `request`).
         let timer = target
-            .cell()
             .core()
             .system
             .scheduler_handle()

@@ -4,7 +4,7 @@
 
 use std::fmt;
 use std::mem::ManuallyDrop;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use proscenium_mailbox::Enqueued;
 
@@ -12,10 +12,11 @@ use crate::api::actor::{Actor, Props};
 use crate::api::actor_ref::{ActorId, ActorRef};
 use crate::error::{validate_name, SpawnError};
 use crate::patterns::timers::Extras;
-use crate::runtime::cell::{Cell, CellCore, Children, Name};
-use crate::runtime::driver::Driver;
+use crate::runtime::cell::{ActorCell, CellCore, CellRef, Name};
+use crate::runtime::driver::{Awaiting, Driver};
 use crate::runtime::signal::{SystemMsg, Watcher};
 use crate::runtime::system::ActorSystem;
+use crate::supervision::failure::Failure;
 
 /// An actor's view of itself and its surroundings, handed to every handler.
 pub struct Context<A: Actor> {
@@ -23,13 +24,40 @@ pub struct Context<A: Actor> {
     /// not own a reference to itself between runs) by [`enter`](Self::enter).
     /// It borrows the run's own reference instead of counting one of its
     /// own (two locked instructions per run less), so it is never dropped.
-    cell: Option<ManuallyDrop<Arc<Cell<A::Msg>>>>,
-    /// Death-watch state, allocated by the first `watch` (most actors never
-    /// watch: 8 bytes in every cell instead of 56).
-    pub(crate) watch: Option<Box<Watching>>,
-    /// Timers, receive timeout and stash, allocated on first use (or at
-    /// creation for an actor whose props bound its stash).
-    pub(crate) extras: Option<Box<Extras<A::Msg>>>,
+    cell: Option<ManuallyDrop<Arc<ActorCell<A>>>>,
+    /// What few actors use, allocated by the first use (one pointer in every
+    /// cell instead of five): see [`Rare`].
+    pub(crate) rare: Option<Box<Rare<A::Msg>>>,
+}
+
+/// An actor's seldom-used state, behind one pointer in its context.
+pub(crate) struct Rare<M: Send + 'static> {
+    /// Death-watch state: whom this actor watches.
+    pub(crate) watch: Watching,
+    /// Timers, receive timeout and stash (boxed again: most actors with a
+    /// `Rare` only watch), allocated on first use, or at creation for an
+    /// actor whose props bound its stash.
+    pub(crate) extras: Option<Box<Extras<M>>>,
+    /// Who watches this actor, with no duplicate actor (a parent needs no
+    /// entry: it hears from its child anyway).
+    pub(crate) watchers: Vec<Watcher>,
+    /// What a failed actor keeps while it waits for its supervisor.
+    pub(crate) awaiting: Awaiting,
+    /// The failure a restart in progress hands to `post_restart`; `None`
+    /// re-runs `pre_start` instead (a failed creation).
+    pub(crate) restart_failure: Option<Failure>,
+}
+
+impl<M: Send + 'static> Default for Rare<M> {
+    fn default() -> Rare<M> {
+        Rare {
+            watch: Watching::default(),
+            extras: None,
+            watchers: Vec::new(),
+            awaiting: Awaiting::default(),
+            restart_failure: None,
+        }
+    }
 }
 
 /// What an actor's death watch keeps.
@@ -47,14 +75,35 @@ impl<A: Actor> Context<A> {
     pub(crate) fn new() -> Context<A> {
         Context {
             cell: None,
-            watch: None,
-            extras: None,
+            rare: None,
         }
+    }
+
+    /// The seldom-used state, allocated on first use.
+    pub(crate) fn rare_mut(&mut self) -> &mut Rare<A::Msg> {
+        self.rare.get_or_insert_with(Box::default)
     }
 
     /// The death-watch state, allocated on first use.
     pub(crate) fn watch_state(&mut self) -> &mut Watching {
-        self.watch.get_or_insert_with(Box::default)
+        &mut self.rare_mut().watch
+    }
+
+    /// The death-watch state, if any.
+    pub(crate) fn watch_mut(&mut self) -> Option<&mut Watching> {
+        self.rare.as_deref_mut().map(|r| &mut r.watch)
+    }
+
+    /// The timers, receive timeout and stash, if any.
+    #[inline]
+    pub(crate) fn extras(&self) -> Option<&Extras<A::Msg>> {
+        self.rare.as_deref()?.extras.as_deref()
+    }
+
+    /// The timers, receive timeout and stash, if any, mutably.
+    #[inline]
+    pub(crate) fn extras_if_any(&mut self) -> Option<&mut Extras<A::Msg>> {
+        self.rare.as_deref_mut()?.extras.as_deref_mut()
     }
 
     /// Points the context at `cell` for one run, until [`leave`](Self::leave).
@@ -64,7 +113,7 @@ impl<A: Actor> Context<A> {
     /// `cell` stays alive until `leave` is called (the run holds the
     /// reference that `cell` borrows), and `leave` is called before the
     /// context is used outside this run.
-    pub(crate) unsafe fn enter(&mut self, cell: &Arc<Cell<A::Msg>>) {
+    pub(crate) unsafe fn enter(&mut self, cell: &Arc<ActorCell<A>>) {
         // SAFETY: the pointer comes from a live `Arc` (`as_ptr`), as
         // `from_raw` requires; the `Arc` made here owns no count (it is
         // never dropped: `ManuallyDrop`, and `leave` forgets it), so the
@@ -81,7 +130,7 @@ impl<A: Actor> Context<A> {
         self.cell = None;
     }
 
-    pub(crate) fn cell(&self) -> &Arc<Cell<A::Msg>> {
+    pub(crate) fn cell(&self) -> &Arc<ActorCell<A>> {
         self.cell
             .as_deref()
             .expect("a context is only reachable from inside its actor's run")
@@ -93,9 +142,7 @@ impl<A: Actor> Context<A> {
 
     /// This actor's typed reference.
     pub fn self_ref(&self) -> ActorRef<A::Msg> {
-        ActorRef {
-            cell: Arc::clone(self.cell()),
-        }
+        self.cell().actor_ref()
     }
 
     /// This actor's id.
@@ -156,7 +203,7 @@ impl<A: Actor> Context<A> {
     /// after the message it is handling now; see [`ActorId::stop`].
     pub fn stop(&mut self, who: &ActorId) {
         if let Some(r) = self.core().children().get_mut(who) {
-            r.stopping = true;
+            r.set_stopping();
         }
         who.stop();
     }
@@ -172,9 +219,9 @@ impl<A: Actor> Context<A> {
             let mut children = self.core().children();
             children
                 .iter_mut()
-                .filter(|(_, r)| !r.stopping)
+                .filter(|(_, r)| !r.stopping())
                 .map(|(id, r)| {
-                    r.stopping = true;
+                    r.set_stopping();
                     id.clone()
                 })
                 .collect()
@@ -199,7 +246,7 @@ impl<A: Actor> Context<A> {
     /// Stops watching `who`: no Terminated for it is handled after this
     /// call, even one already queued.
     pub fn unwatch(&mut self, who: &ActorId) {
-        let Some(state) = self.watch.as_deref_mut() else {
+        let Some(state) = self.watch_mut() else {
             return; // never watched anyone
         };
         state.terminated_queued.retain(|(_, w)| w != who);
@@ -212,9 +259,9 @@ impl<A: Actor> Context<A> {
 
     /// Whether this actor watches `who`.
     pub fn is_watching(&self, who: &ActorId) -> bool {
-        self.watch
+        self.rare
             .as_deref()
-            .is_some_and(|state| state.watching.contains(who))
+            .is_some_and(|r| r.watch.watching.contains(who))
     }
 }
 
@@ -224,10 +271,7 @@ impl<A: Actor> fmt::Debug for Context<A> {
         if let Some(cell) = &self.cell {
             d.field("actor", &cell.id());
         }
-        let watching = self
-            .watch
-            .as_deref()
-            .map_or(0, |state| state.watching.len());
+        let watching = self.rare.as_deref().map_or(0, |r| r.watch.watching.len());
         d.field("watching", &watching).finish()
     }
 }
@@ -245,32 +289,32 @@ pub(crate) fn spawn<B: Actor>(
     if let Some(n) = name {
         validate_name(n)?;
     }
-    let core = parent.cell().core();
+    let core = parent.core();
     let system = core.system.clone();
     let uid = system.next_uid();
     let capacity = props.mailbox_capacity();
     if capacity == Some(0) {
         return Err(SpawnError::ZeroCapacity);
     }
-    let driver = Box::new(Driver::new(props));
-    let child_core = CellCore {
+    let cell = ActorCell::new(
         uid,
-        name: match name {
+        match name {
             Some(n) => Name::from(n),
             None => Name::anonymous(uid),
         },
-        parent: Some(parent.clone()),
+        Some(parent.clone()),
         system,
-        children: Mutex::new(Children::default()),
-    };
-    let cell = Cell::new(child_core, capacity, driver).map_err(|_| SpawnError::ZeroCapacity)?;
+        capacity,
+        Driver::new(props),
+    )
+    .map_err(|_| SpawnError::ZeroCapacity)?;
     let won = cell
         .mailbox
         .enqueue_system(SystemMsg::Create)
         .expect("a new mailbox is open");
     debug_assert_eq!(won, Enqueued::MustSchedule);
     let mut children = core.children();
-    if children.closed {
+    if children.closed() {
         return Err(SpawnError::ParentTerminating {
             parent: parent.path(),
         });
@@ -290,25 +334,29 @@ pub(crate) fn spawn<B: Actor>(
     children.insert(cell.id());
     drop(children);
     cell.schedule();
-    Ok(ActorRef { cell })
+    Ok(ActorRef {
+        cell: CellRef::new(cell),
+    })
 }
 
 /// Creates the root guardian (the only cell without a parent).
 pub(crate) fn spawn_root<B: Actor>(system: &ActorSystem, props: Props<B>) -> ActorRef<B::Msg> {
-    let core = CellCore {
-        uid: system.next_uid(),
-        name: Name::from(""),
-        parent: None,
-        system: system.clone(),
-        children: Mutex::new(Children::default()),
-    };
-    let cell =
-        Cell::new(core, None, Box::new(Driver::new(props))).expect("unbounded mailboxes build");
+    let cell = ActorCell::new(
+        system.next_uid(),
+        Name::from(""),
+        None,
+        system.clone(),
+        None,
+        Driver::new(props),
+    )
+    .expect("unbounded mailboxes build");
     let won = cell
         .mailbox
         .enqueue_system(SystemMsg::Create)
         .expect("a new mailbox is open");
     debug_assert_eq!(won, Enqueued::MustSchedule);
     cell.schedule();
-    ActorRef { cell }
+    ActorRef {
+        cell: CellRef::new(cell),
+    }
 }

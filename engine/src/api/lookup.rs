@@ -42,7 +42,7 @@ impl ActorSystem {
                 if name.is_empty() {
                     return None;
                 }
-                let next = current.cell().core().children().by_name(name).cloned()?;
+                let next = current.core().children().by_name(name).cloned()?;
                 current = next;
             }
         }

@@ -109,41 +109,39 @@ impl<A: Actor> Context<A> {
     /// message still in the mailbox, in the order they were stashed.
     /// Returns how many there were.
     pub fn unstash_all(&mut self) -> usize {
-        self.extras
-            .as_deref_mut()
+        self.extras_if_any()
             .map_or(0, |x| x.stash.unstash_all())
     }
 
     /// Messages in the stash now.
     pub fn stash_len(&self) -> usize {
-        self.extras.as_deref().map_or(0, |x| x.stash.stashed.len())
+        self.extras().map_or(0, |x| x.stash.stashed.len())
     }
 
     // ---- for the driver ----------------------------------------------------
 
     pub(crate) fn extras_mut(&mut self) -> &mut Extras<A::Msg> {
-        self.extras
+        self.rare_mut()
+            .extras
             .get_or_insert_with(|| Box::new(Extras::new(None)))
     }
 
     /// Whether unstashed messages wait (one branch for most actors).
     #[inline]
     pub(crate) fn has_unstashed(&self) -> bool {
-        self.extras
-            .as_deref()
+        self.extras()
             .is_some_and(|x| !x.stash.unstashed.is_empty())
     }
 
     pub(crate) fn next_unstashed(&mut self) -> Option<A::Msg> {
-        self.extras
-            .as_deref_mut()
+        self.extras_if_any()
             .and_then(|x| x.stash.unstashed.pop_front())
     }
 
     /// Everything stashed or unstashed and not handled, oldest first (the
     /// actor is stopping: for dead letters).
     pub(crate) fn take_stash(&mut self) -> Vec<A::Msg> {
-        let Some(x) = self.extras.as_deref_mut() else {
+        let Some(x) = self.extras_if_any() else {
             return Vec::new();
         };
         x.stash.unstash_all();

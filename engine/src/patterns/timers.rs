@@ -595,8 +595,7 @@ impl<A: Actor> Context<A> {
     /// already queued. Returns whether such a timer was active.
     pub fn cancel_timer(&mut self, key: impl Into<TimerKey>) -> bool {
         let key = key.into();
-        self.extras
-            .as_deref_mut()
+        self.extras_if_any()
             .and_then(|x| x.keyed.remove(&key))
             .is_some_and(|slot| slot.cancel())
     }
@@ -605,8 +604,7 @@ impl<A: Actor> Context<A> {
     /// delivered (a single timer), cancelled, nor replaced.
     pub fn is_timer_active(&self, key: impl Into<TimerKey>) -> bool {
         let key = key.into();
-        self.extras
-            .as_deref()
+        self.extras()
             .and_then(|x| x.keyed.get(&key))
             .is_some_and(|slot| slot.is_active())
     }
@@ -614,7 +612,7 @@ impl<A: Actor> Context<A> {
     /// Cancels every timer this actor started through its context, keyed
     /// or not (not the receive timeout).
     pub fn cancel_all_timers(&mut self) {
-        if let Some(x) = self.extras.as_deref_mut() {
+        if let Some(x) = self.extras_if_any() {
             let rt = x.receive_timeout.take();
             x.cancel_timers();
             x.receive_timeout = rt;
@@ -675,8 +673,7 @@ impl<A: Actor> Context<A> {
     /// Cancels the receive timeout.
     pub fn cancel_receive_timeout(&mut self) {
         if let Some(rt) = self
-            .extras
-            .as_deref_mut()
+            .extras_if_any()
             .and_then(|x| x.receive_timeout.take())
         {
             rt.slot.cancel();
@@ -685,8 +682,7 @@ impl<A: Actor> Context<A> {
 
     /// The receive timeout set now, if any.
     pub fn receive_timeout(&self) -> Option<Duration> {
-        self.extras
-            .as_deref()
+        self.extras()
             .and_then(|x| x.receive_timeout.as_ref())
             .map(|rt| rt.timeout)
     }
@@ -697,8 +693,7 @@ impl<A: Actor> Context<A> {
     #[inline]
     pub(crate) fn touch_receive(&mut self) {
         if let Some(rt) = self
-            .extras
-            .as_deref_mut()
+            .extras_if_any()
             .and_then(|x| x.receive_timeout.as_mut())
         {
             rt.last = Instant::now();
@@ -712,8 +707,7 @@ impl<A: Actor> Context<A> {
     pub(crate) fn timer_due(&mut self, slot: &Arc<TimerSlot<A::Msg>>) -> bool {
         if slot.receive_timeout {
             let Some(rt) = self
-                .extras
-                .as_deref_mut()
+                .extras_if_any()
                 .and_then(|x| x.receive_timeout.as_mut())
             else {
                 return false;
@@ -733,7 +727,7 @@ impl<A: Actor> Context<A> {
             if !slot.core.transition(DONE) {
                 return false;
             }
-            if let (Some(key), Some(x)) = (&slot.key, self.extras.as_deref_mut()) {
+            if let (Some(key), Some(x)) = (&slot.key, self.extras_if_any()) {
                 if x.keyed.get(key).is_some_and(|s| Arc::ptr_eq(s, slot)) {
                     x.keyed.remove(key);
                 }
@@ -754,7 +748,7 @@ impl<A: Actor> Context<A> {
 
     /// Cancels every timer and the receive timeout (stop and restart).
     pub(crate) fn cancel_timers(&mut self) {
-        if let Some(x) = self.extras.as_deref_mut() {
+        if let Some(x) = self.extras_if_any() {
             x.cancel_timers();
         }
     }

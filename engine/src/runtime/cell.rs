@@ -1,36 +1,37 @@
-//! The actor cell: a two-lane mailbox, the parts of an actor every thread
-//! may read ([`CellCore`]), and the run holder's part (the driver), run as
-//! a [`Runnable`] on the scheduler.
+//! The actor cell: the parts of an actor every thread may read
+//! ([`CellCore`]), a two-lane mailbox, and the run holder's part (the
+//! driver, with the actor), in one allocation, run as a [`Runnable`] on the
+//! scheduler.
+//!
+//! One address, three views. An [`ActorCell<A>`] is `#[repr(C)]`: first its
+//! typed head, a [`Cell<M>`] (also `#[repr(C)]`: the core at offset 0, then
+//! the mailbox), then the driver. An `ActorRef<M>` ([`CellRef<M>`]) holds
+//! the cell as the `Arc<dyn Runnable>` the scheduler takes, so a send that
+//! wins the run submits it with no virtual call, and reads the mailbox
+//! through the head. An `ActorId` holds a thin pointer to the core, whose
+//! [`CellVtable`] (one per actor type) does what needs the actor's type.
 
+use std::any::TypeId;
+use std::borrow::Borrow;
 use std::cell::{RefCell, UnsafeCell};
 use std::collections::HashMap;
-use std::borrow::Borrow;
-use std::ops::Deref;
 use std::hash::{BuildHasher, DefaultHasher, Hash, Hasher, RandomState};
+use std::marker::PhantomData;
+use std::ops::Deref;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr::NonNull;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use proscenium_mailbox::{Enqueued, Mailbox, Release, SendError, TrySendError};
 use proscenium_scheduler::{Budget, RunOutcome, Runnable};
 
-use crate::api::actor_ref::ActorId;
+use crate::api::actor::Actor;
+use crate::api::actor_ref::{ActorId, ActorRef};
 use crate::runtime::contain::{contain, report};
+use crate::runtime::driver::Driver;
 use crate::runtime::signal::{AutoMsg, Envelope, SystemMsg, Watcher};
 use crate::runtime::system::ActorSystem;
 use crate::supervision::strategy::RestartStats;
-
-/// The run holder's side of a cell: the actor, its lifecycle state machine
-/// and its context. Implemented by `Driver<A>` for every actor type.
-pub(crate) trait Drive<M: Send + 'static>: Send {
-    /// Handles messages until the budget is used (`Yield`) or the mailbox
-    /// has nothing the holder may take (`Release`). Must not release the
-    /// run itself: the caller does, after this borrow has ended.
-    fn run(&mut self, cell: &Arc<Cell<M>>, budget: &mut Budget) -> RunEnd;
-
-    /// A panic escaped `run`: forget the run's state (the context's
-    /// reference to the cell), so the cell can be run again or freed.
-    fn abandon_run(&mut self);
-}
 
 /// How a driver's run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,21 +42,247 @@ pub(crate) enum RunEnd {
     Release,
 }
 
-/// An actor cell for user messages of type `M`.
+/// The typed head of every cell whose actor takes `M`: what an
+/// `ActorRef<M>` reads. The core first, at offset 0 of the cell, so that a
+/// pointer to the cell is a pointer to its core (what an `ActorId` holds).
+#[repr(C)]
 pub(crate) struct Cell<M: Send + 'static> {
-    pub(crate) mailbox: Mailbox<SystemMsg, Envelope<M>>,
     pub(crate) core: CellCore,
+    pub(crate) mailbox: Mailbox<SystemMsg, Envelope<M>>,
+}
+
+/// A cell as built, with its actor's type: one allocation holds the core,
+/// the mailbox, the driver and the actor. The head first (`#[repr(C)]`),
+/// so the cell's address is its head's and its core's.
+#[repr(C)]
+pub(crate) struct ActorCell<A: Actor> {
+    head: Cell<A::Msg>,
     /// Only the run holder touches this (see `run`); between runs it is
     /// handed from one holder to the next by the mailbox's run-state word
     /// (release's Release, claim's Acquire).
-    driver: UnsafeCell<Box<dyn Drive<M>>>,
+    driver: UnsafeCell<Driver<A>>,
+}
+
+impl<A: Actor> Deref for ActorCell<A> {
+    type Target = Cell<A::Msg>;
+
+    #[inline(always)]
+    fn deref(&self) -> &Cell<A::Msg> {
+        &self.head
+    }
 }
 
 // SAFETY: `driver` is the only field that is not `Sync`; it is reached only
 // from `Runnable::run`, which the mailbox protocol gives to one thread at a
 // time (invariant 2, model-checked in loom-tests), with a happens-before edge
 // from one holder to the next. Everything else is `Sync` on its own.
-unsafe impl<M: Send + 'static> Sync for Cell<M> {}
+unsafe impl<A: Actor> Sync for ActorCell<A> {}
+
+/// What an [`ActorId`] does with its cell that needs the actor's type: one
+/// static table per actor type, pointed at by every cell's core.
+///
+/// Every function takes the core of a live [`ActorCell<A>`] of the `A`
+/// whose table this is, as a pointer with provenance over the whole cell
+/// (from `Arc::into_raw`), of which the caller holds a count: that is the
+/// `# Safety` contract of each.
+pub(crate) struct CellVtable {
+    /// Takes another count of the cell.
+    pub(crate) retain: unsafe fn(NonNull<CellCore>),
+    /// Gives up the caller's count; the last one frees the cell.
+    pub(crate) release: unsafe fn(NonNull<CellCore>),
+    /// Another count of the cell, as the scheduler's runnable.
+    pub(crate) runnable: unsafe fn(NonNull<CellCore>) -> Arc<dyn Runnable>,
+    pub(crate) enqueue_system:
+        unsafe fn(NonNull<CellCore>, SystemMsg) -> Result<Enqueued, SendError<SystemMsg>>,
+    /// Enqueues PoisonPill or Kill in the user lane; hands it back when the
+    /// mailbox is full or closed.
+    pub(crate) enqueue_auto:
+        unsafe fn(NonNull<CellCore>, AutoMsg) -> Result<Enqueued, TrySendError<AutoMsg>>,
+    /// A hint: the mailbox is closed (the actor terminated).
+    pub(crate) is_closed: unsafe fn(NonNull<CellCore>) -> bool,
+    /// User messages queued, for a bounded mailbox.
+    pub(crate) queued: unsafe fn(NonNull<CellCore>) -> Option<usize>,
+    /// The actor's message type.
+    pub(crate) msg_type: fn() -> TypeId,
+}
+
+impl<A: Actor> ActorCell<A> {
+    /// This actor type's table (a promoted constant: one per type).
+    fn vtable() -> &'static CellVtable {
+        &CellVtable {
+            retain: Self::vt_retain,
+            release: Self::vt_release,
+            runnable: Self::vt_runnable,
+            enqueue_system: Self::vt_enqueue_system,
+            enqueue_auto: Self::vt_enqueue_auto,
+            is_closed: Self::vt_is_closed,
+            queued: Self::vt_queued,
+            msg_type: TypeId::of::<A::Msg>,
+        }
+    }
+
+    /// The cell whose core `core` is.
+    ///
+    /// # Safety
+    ///
+    /// As every [`CellVtable`] function; the reference does not outlive the
+    /// caller's count.
+    unsafe fn from_core<'a>(core: NonNull<CellCore>) -> &'a ActorCell<A> {
+        // SAFETY: the core is at offset 0 of its cell (both `#[repr(C)]`,
+        // head and core first), the pointer's provenance covers the cell,
+        // and the cell lives while the caller's count does.
+        unsafe { core.cast::<ActorCell<A>>().as_ref() }
+    }
+
+    /// # Safety
+    ///
+    /// As every [`CellVtable`] function.
+    unsafe fn vt_retain(core: NonNull<CellCore>) {
+        // SAFETY: the pointer is an `Arc<ActorCell<A>>`'s data pointer (from
+        // `Arc::into_raw`, directly or unsized), live while the caller's
+        // count is.
+        unsafe { Arc::increment_strong_count(core.cast::<ActorCell<A>>().as_ptr()) }
+    }
+
+    /// # Safety
+    ///
+    /// As every [`CellVtable`] function; the caller's count is given up.
+    unsafe fn vt_release(core: NonNull<CellCore>) {
+        // SAFETY: as in `vt_retain`; the count released is the caller's.
+        unsafe { Arc::decrement_strong_count(core.cast::<ActorCell<A>>().as_ptr()) }
+    }
+
+    /// # Safety
+    ///
+    /// As every [`CellVtable`] function.
+    unsafe fn vt_runnable(core: NonNull<CellCore>) -> Arc<dyn Runnable> {
+        let cell = core.cast::<ActorCell<A>>().as_ptr();
+        // SAFETY: as in `vt_retain`: one more count, which `from_raw` takes.
+        unsafe {
+            Arc::increment_strong_count(cell);
+            Arc::from_raw(cell)
+        }
+    }
+
+    /// # Safety
+    ///
+    /// As every [`CellVtable`] function.
+    unsafe fn vt_enqueue_system(
+        core: NonNull<CellCore>,
+        msg: SystemMsg,
+    ) -> Result<Enqueued, SendError<SystemMsg>> {
+        // SAFETY: the caller's contract.
+        unsafe { Self::from_core(core) }.mailbox.enqueue_system(msg)
+    }
+
+    /// # Safety
+    ///
+    /// As every [`CellVtable`] function.
+    unsafe fn vt_enqueue_auto(
+        core: NonNull<CellCore>,
+        msg: AutoMsg,
+    ) -> Result<Enqueued, TrySendError<AutoMsg>> {
+        // SAFETY: the caller's contract.
+        let cell = unsafe { Self::from_core(core) };
+        cell.mailbox
+            .enqueue_user(Envelope::from(msg))
+            .map_err(|e| match e {
+                TrySendError::Full(_) => TrySendError::Full(msg),
+                TrySendError::Closed(_) => TrySendError::Closed(msg),
+            })
+    }
+
+    /// # Safety
+    ///
+    /// As every [`CellVtable`] function.
+    unsafe fn vt_is_closed(core: NonNull<CellCore>) -> bool {
+        // SAFETY: the caller's contract.
+        unsafe { Self::from_core(core) }.mailbox.is_closed()
+    }
+
+    /// # Safety
+    ///
+    /// As every [`CellVtable`] function.
+    unsafe fn vt_queued(core: NonNull<CellCore>) -> Option<usize> {
+        // SAFETY: the caller's contract.
+        unsafe { Self::from_core(core) }.mailbox.user_len()
+    }
+}
+
+/// A counted reference to a cell whose actor takes `M` (what an
+/// `ActorRef<M>` holds): the cell as the scheduler's runnable, read through
+/// its typed head.
+pub(crate) struct CellRef<M: Send + 'static> {
+    /// Always an `Arc<ActorCell<A>>` with `A::Msg = M`, unsized.
+    cell: Arc<dyn Runnable>,
+    _msg: PhantomData<fn(M)>,
+}
+
+impl<M: Send + 'static> CellRef<M> {
+    pub(crate) fn new<A: Actor<Msg = M>>(cell: Arc<ActorCell<A>>) -> CellRef<M> {
+        CellRef {
+            cell,
+            _msg: PhantomData,
+        }
+    }
+
+    /// # Safety
+    ///
+    /// `cell` is an `Arc<ActorCell<A>>` with `A::Msg = M`, unsized.
+    pub(crate) unsafe fn from_runnable(cell: Arc<dyn Runnable>) -> CellRef<M> {
+        CellRef {
+            cell,
+            _msg: PhantomData,
+        }
+    }
+
+    /// Submits the cell after an enqueue won its run.
+    #[inline]
+    pub(crate) fn schedule(&self) {
+        schedule_runnable(&self.core, Arc::clone(&self.cell));
+    }
+
+    /// Sends a user envelope: schedules the cell if this send won its run,
+    /// and hands what cannot be delivered to dead letters.
+    #[inline]
+    pub(crate) fn send_user(&self, envelope: Envelope<M>) {
+        match self.mailbox.enqueue_user(envelope) {
+            Ok(Enqueued::AlreadyScheduled) => {}
+            Ok(Enqueued::MustSchedule) => self.schedule(),
+            Err(TrySendError::Closed(e) | TrySendError::Full(e)) => {
+                self.core.system.dead_envelope(self.id(), e);
+            }
+        }
+    }
+
+    pub(crate) fn id(&self) -> ActorId {
+        let raw = Arc::into_raw(Arc::clone(&self.cell)).cast::<CellCore>().cast_mut();
+        // SAFETY: the data pointer of an `Arc<ActorCell<A>>` (non-null), at
+        // whose offset 0 the core is; the count is the clone's, handed over.
+        unsafe { ActorId::from_raw(NonNull::new_unchecked(raw)) }
+    }
+}
+
+impl<M: Send + 'static> Deref for CellRef<M> {
+    type Target = Cell<M>;
+
+    #[inline(always)]
+    fn deref(&self) -> &Cell<M> {
+        // SAFETY: the runnable is an `ActorCell<A>` with `A::Msg = M`, whose
+        // head, a `Cell<M>`, is at offset 0 (`#[repr(C)]`), and lives as
+        // long as this count.
+        unsafe { &*Arc::as_ptr(&self.cell).cast::<Cell<M>>() }
+    }
+}
+
+impl<M: Send + 'static> Clone for CellRef<M> {
+    fn clone(&self) -> CellRef<M> {
+        CellRef {
+            cell: Arc::clone(&self.cell),
+            _msg: PhantomData,
+        }
+    }
+}
 
 /// An actor's name. Up to [`INLINE_NAME`] bytes (every generated name up
 /// to `$` and 13 letters, and most given ones) it is stored in the cell
@@ -134,6 +361,9 @@ impl Deref for Name {
 
 /// The parts of a cell that any thread may read.
 pub(crate) struct CellCore {
+    /// What needs the actor's type, for an `ActorId` (set by
+    /// `ActorCell::new`).
+    pub(crate) vtable: &'static CellVtable,
     /// Unique in the process (never reused), so a stale `Failed` from an
     /// earlier incarnation of a name is recognised.
     pub(crate) uid: u64,
@@ -145,13 +375,39 @@ pub(crate) struct CellCore {
     pub(crate) children: Mutex<Children>,
 }
 
-/// A parent's children, by name. Costs one pointer and a flag in every
-/// cell; the table is allocated by the first child (most actors have none).
-#[derive(Default)]
+/// A parent's children, by name. One word in every cell: the table,
+/// allocated by the first child (most actors have none), and the `closed`
+/// flag in the pointer's bit 0.
 pub(crate) struct Children {
-    table: Option<Box<ChildTable>>,
-    /// Set when the parent starts terminating: no more children.
-    pub(crate) closed: bool,
+    /// A `Box<ChildTable>` (null until the first child), tagged [`CLOSED`]
+    /// once the parent starts terminating: then no more children.
+    word: *mut ChildTable,
+}
+
+/// Bit 0 of `Children::word` (a `ChildTable` is word-aligned).
+const CLOSED: usize = 1;
+
+// SAFETY: `Children` owns its `Box<ChildTable>` (dropped in `Drop`), which
+// is `Send`; the raw pointer is only its representation.
+unsafe impl Send for Children {}
+
+impl Default for Children {
+    fn default() -> Children {
+        Children {
+            word: std::ptr::null_mut(),
+        }
+    }
+}
+
+impl Drop for Children {
+    fn drop(&mut self) {
+        let table = self.table_ptr();
+        if !table.is_null() {
+            // SAFETY: a non-null table pointer came from `Box::into_raw`
+            // (`table_or_insert`), and only this drop frees it.
+            drop(unsafe { Box::from_raw(table) });
+        }
+    }
 }
 
 #[derive(Default)]
@@ -201,31 +457,122 @@ impl BuildHasher for ProcessKeyed {
     }
 }
 
-/// One child, as its parent sees it (besides its id, the table's key).
-#[derive(Default)]
+/// One child, as its parent sees it (besides its id, the table's key): one
+/// word, the restart statistics (allocated by the first restart decision:
+/// most children never fail) with the `stopping` flag in bit 0.
 pub(crate) struct ChildState {
-    /// Allocated by the first restart decision (most children never fail).
-    stats: Option<Box<RestartStats>>,
-    /// The parent asked it to stop; a restart waits for these.
-    pub(crate) stopping: bool,
+    /// A `Box<RestartStats>` or null, tagged [`STOPPING`].
+    word: *mut RestartStats,
 }
 
-impl ChildState {
-    /// The child's restart statistics, allocated on first use.
-    pub(crate) fn stats(&mut self) -> &mut RestartStats {
-        self.stats.get_or_insert_with(Box::default)
+/// Bit 0 of `ChildState::word`: the parent asked the child to stop; a
+/// restart waits for these.
+const STOPPING: usize = 1;
+
+// SAFETY: `ChildState` owns its `Box<RestartStats>` (dropped in `Drop`),
+// which is `Send`; the raw pointer is only its representation.
+unsafe impl Send for ChildState {}
+
+impl Default for ChildState {
+    fn default() -> ChildState {
+        ChildState {
+            word: std::ptr::null_mut(),
+        }
     }
 }
 
+impl Drop for ChildState {
+    fn drop(&mut self) {
+        let stats = self.stats_ptr();
+        if !stats.is_null() {
+            // SAFETY: a non-null stats pointer came from `Box::into_raw`
+            // (`stats`), and only this drop frees it.
+            drop(unsafe { Box::from_raw(stats) });
+        }
+    }
+}
+
+impl ChildState {
+    fn stats_ptr(&self) -> *mut RestartStats {
+        untag(self.word)
+    }
+
+    /// The parent asked the child to stop.
+    pub(crate) fn stopping(&self) -> bool {
+        self.word as usize & STOPPING != 0
+    }
+
+    pub(crate) fn set_stopping(&mut self) {
+        if !self.stopping() {
+            self.word = self.word.wrapping_byte_add(STOPPING);
+        }
+    }
+
+    /// The child's restart statistics, allocated on first use.
+    pub(crate) fn stats(&mut self) -> &mut RestartStats {
+        if self.stats_ptr().is_null() {
+            let stats = Box::into_raw(Box::<RestartStats>::default());
+            debug_assert_eq!(stats as usize & STOPPING, 0, "word-aligned");
+            let tag = self.word as usize & STOPPING;
+            self.word = stats.wrapping_byte_add(tag);
+        }
+        // SAFETY: not null (allocated above if it was), from
+        // `Box::into_raw`, owned by `self`, which we borrow mutably.
+        unsafe { &mut *self.stats_ptr() }
+    }
+}
+
+/// A tagged pointer without its bit 0 (keeping its provenance).
+fn untag<T>(word: *mut T) -> *mut T {
+    word.wrapping_byte_sub(word as usize & 1)
+}
+
 impl Children {
+    fn table_ptr(&self) -> *mut ChildTable {
+        untag(self.word)
+    }
+
+    fn table(&self) -> Option<&ChildTable> {
+        // SAFETY: null or from `Box::into_raw`, owned by `self`.
+        unsafe { self.table_ptr().as_ref() }
+    }
+
+    fn table_mut(&mut self) -> Option<&mut ChildTable> {
+        // SAFETY: as in `table`; `self` is borrowed mutably.
+        unsafe { self.table_ptr().as_mut() }
+    }
+
+    fn table_or_insert(&mut self) -> &mut ChildTable {
+        if self.table_ptr().is_null() {
+            let table = Box::into_raw(Box::<ChildTable>::default());
+            debug_assert_eq!(table as usize & CLOSED, 0, "word-aligned");
+            let tag = self.word as usize & CLOSED;
+            self.word = table.wrapping_byte_add(tag);
+        }
+        // SAFETY: not null (allocated above if it was), from
+        // `Box::into_raw`, owned by `self`, which we borrow mutably.
+        unsafe { &mut *self.table_ptr() }
+    }
+
+    /// The parent is terminating: no more children.
+    pub(crate) fn closed(&self) -> bool {
+        self.word as usize & CLOSED != 0
+    }
+
+    pub(crate) fn close(&mut self) {
+        if !self.closed() {
+            self.word = self.word.wrapping_byte_add(CLOSED);
+        }
+    }
+
     /// The state of `id`, if it is (still) a child.
     pub(crate) fn get(&self, id: &ActorId) -> Option<&ChildState> {
-        let (key, state) = self.table.as_ref()?.map.get_key_value(id.name())?;
+        let (key, state) = self.table()?.map.get_key_value(id.name())?;
         (key.0 == *id).then_some(state)
     }
 
     pub(crate) fn get_mut(&mut self, id: &ActorId) -> Option<&mut ChildState> {
-        let map = &mut self.table.as_mut()?.map;
+        let map = &mut self.table_mut()?.map;
         // The key's id is compared first: a child of the same name that has
         // replaced a terminated one is not `id`.
         if map.get_key_value(id.name())?.0 .0 != *id {
@@ -237,12 +584,12 @@ impl Children {
     /// The child named `name` (possibly terminated, until its parent has
     /// handled the notice of its death).
     pub(crate) fn by_name(&self, name: &str) -> Option<&ActorId> {
-        Some(&self.table.as_ref()?.map.get_key_value(name)?.0 .0)
+        Some(&self.table()?.map.get_key_value(name)?.0 .0)
     }
 
     /// Adds `id`, replacing a (terminated) child of the same name.
     pub(crate) fn insert(&mut self, id: ActorId) {
-        let map = &mut self.table.get_or_insert_with(Box::default).map;
+        let map = &mut self.table_or_insert().map;
         // `insert` would keep the old key (the old child's id): remove it.
         map.remove(id.name());
         map.insert(ChildKey(id), ChildState::default());
@@ -253,27 +600,27 @@ impl Children {
         if self.get(id).is_none() {
             return false;
         }
-        if let Some(table) = self.table.as_mut() {
+        if let Some(table) = self.table_mut() {
             table.map.remove(id.name());
         }
         true
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.table.as_ref().map_or(true, |t| t.map.is_empty())
+        self.table().map_or(true, |t| t.map.is_empty())
     }
 
     /// Every child with its state.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&ActorId, &ChildState)> {
-        self.table
-            .iter()
+        self.table()
+            .into_iter()
             .flat_map(|t| t.map.iter().map(|(k, s)| (&k.0, s)))
     }
 
     /// Every child with its state, mutably.
     pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = (&ActorId, &mut ChildState)> {
-        self.table
-            .iter_mut()
+        self.table_mut()
+            .into_iter()
             .flat_map(|t| t.map.iter_mut().map(|(k, s)| (&k.0, s)))
     }
 
@@ -291,36 +638,32 @@ impl CellCore {
     }
 }
 
-/// A cell seen without its message type: what an [`ActorId`] holds.
-pub(crate) trait AnyCell: Send + Sync + 'static {
-    fn core(&self) -> &CellCore;
-    fn enqueue_system(&self, msg: SystemMsg) -> Result<Enqueued, SendError<SystemMsg>>;
-    /// Enqueues PoisonPill or Kill in the user lane; hands it back when the
-    /// mailbox is full or closed.
-    fn enqueue_auto(&self, msg: AutoMsg) -> Result<Enqueued, TrySendError<AutoMsg>>;
-    fn into_runnable(self: Arc<Self>) -> Arc<dyn Runnable>;
-    /// The cell as `Any`, to recover its message type.
-    fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync>;
-    /// A hint: the mailbox is closed (the actor terminated).
-    fn is_closed(&self) -> bool;
-    /// User messages queued, for a bounded mailbox.
-    fn queued(&self) -> Option<usize>;
-}
-
-impl<M: Send + 'static> Cell<M> {
+impl<A: Actor> ActorCell<A> {
+    /// A new cell (one allocation) with an open mailbox, counted in the
+    /// system's live cells.
     pub(crate) fn new(
-        core: CellCore,
+        uid: u64,
+        name: Name,
+        parent: Option<ActorId>,
+        system: ActorSystem,
         capacity: Option<usize>,
-        driver: Box<dyn Drive<M>>,
-    ) -> Result<Arc<Cell<M>>, proscenium_mailbox::ZeroCapacityError> {
+        driver: Driver<A>,
+    ) -> Result<Arc<ActorCell<A>>, proscenium_mailbox::ZeroCapacityError> {
         let mailbox = match capacity {
             Some(c) => Mailbox::bounded(c)?,
             None => Mailbox::new(),
         };
-        core.system.cell_created();
-        Ok(Arc::new(Cell {
-            mailbox,
-            core,
+        system.cell_created();
+        let core = CellCore {
+            vtable: Self::vtable(),
+            uid,
+            name,
+            parent,
+            system,
+            children: Mutex::new(Children::default()),
+        };
+        Ok(Arc::new(ActorCell {
+            head: Cell { core, mailbox },
             driver: UnsafeCell::new(driver),
         }))
     }
@@ -330,21 +673,20 @@ impl<M: Send + 'static> Cell<M> {
         schedule_runnable(&self.core, Arc::clone(self) as Arc<dyn Runnable>);
     }
 
-    /// Sends a user envelope: schedules the cell if this send won its run,
-    /// and hands what cannot be delivered to dead letters.
-    #[inline]
-    pub(crate) fn send_user(self: &Arc<Self>, envelope: Envelope<M>) {
-        match self.mailbox.enqueue_user(envelope) {
-            Ok(Enqueued::AlreadyScheduled) => {}
-            Ok(Enqueued::MustSchedule) => self.schedule(),
-            Err(TrySendError::Closed(e) | TrySendError::Full(e)) => {
-                self.core.system.dead_envelope(self.id(), e);
-            }
-        }
+    pub(crate) fn id(self: &Arc<Self>) -> ActorId {
+        let raw = Arc::into_raw(Arc::clone(self))
+            .cast::<CellCore>()
+            .cast_mut();
+        // SAFETY: the data pointer of an `Arc<ActorCell<A>>` (non-null), at
+        // whose offset 0 the core is; the count is the clone's, handed over.
+        unsafe { ActorId::from_raw(NonNull::new_unchecked(raw)) }
     }
 
-    pub(crate) fn id(self: &Arc<Self>) -> ActorId {
-        ActorId::new(Arc::clone(self) as Arc<dyn AnyCell>)
+    /// The typed reference.
+    pub(crate) fn actor_ref(self: &Arc<Self>) -> ActorRef<A::Msg> {
+        ActorRef {
+            cell: CellRef::new(Arc::clone(self)),
+        }
     }
 }
 
@@ -377,42 +719,7 @@ fn run_here(runnable: Arc<dyn Runnable>) {
     }
 }
 
-impl<M: Send + 'static> AnyCell for Cell<M> {
-    fn core(&self) -> &CellCore {
-        &self.core
-    }
-
-    fn enqueue_system(&self, msg: SystemMsg) -> Result<Enqueued, SendError<SystemMsg>> {
-        self.mailbox.enqueue_system(msg)
-    }
-
-    fn enqueue_auto(&self, msg: AutoMsg) -> Result<Enqueued, TrySendError<AutoMsg>> {
-        self.mailbox
-            .enqueue_user(Envelope::from(msg))
-            .map_err(|e| match e {
-                TrySendError::Full(_) => TrySendError::Full(msg),
-                TrySendError::Closed(_) => TrySendError::Closed(msg),
-            })
-    }
-
-    fn into_runnable(self: Arc<Self>) -> Arc<dyn Runnable> {
-        self
-    }
-
-    fn into_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
-        self
-    }
-
-    fn is_closed(&self) -> bool {
-        self.mailbox.is_closed()
-    }
-
-    fn queued(&self) -> Option<usize> {
-        self.mailbox.user_len()
-    }
-}
-
-impl<M: Send + 'static> Runnable for Cell<M> {
+impl<A: Actor> Runnable for ActorCell<A> {
     fn run(self: Arc<Self>, budget: &mut Budget) -> RunOutcome {
         let driver = self.driver.get();
         // The scheduler runs this cell only when it was submitted by the
@@ -455,7 +762,7 @@ impl<M: Send + 'static> Runnable for Cell<M> {
     }
 }
 
-impl<M: Send + 'static> Drop for Cell<M> {
+impl<A: Actor> Drop for ActorCell<A> {
     fn drop(&mut self) {
         self.core.system.cell_dropped();
         // The parent may go with this cell (this was the last reference to
@@ -463,7 +770,7 @@ impl<M: Send + 'static> Drop for Cell<M> {
         // recursion as deep as the hierarchy, which overflows the stack of
         // a deep one. The children need no such care: each holds this cell
         // (its parent), so none is left in the map once this cell goes.
-        if let Some(parent) = self.core.parent.take() {
+        if let Some(parent) = self.head.core.parent.take() {
             drop_link(parent);
         }
     }
@@ -542,25 +849,85 @@ pub(crate) fn run_callback(callback: Box<dyn FnOnce() + Send>) {
 mod tests {
     use std::mem::{align_of, size_of};
 
-    /// Every actor pays for a cell: it stays at 152 bytes (mailbox 64, uid
-    /// 8, name 16, parent 16, system 8, children 24, driver box 16) and
-    /// forces no alignment beyond a word, so the `Arc` around it is not
-    /// padded to a cache line (figures in BENCHMARKS.md, idle-actor RSS).
+    /// An actor of 16 bytes, as compare's idle one (an `Arc` and a flag).
+    struct Small {
+        _shared: std::sync::Arc<()>,
+        _flag: bool,
+    }
+
+    impl crate::api::actor::Actor for Small {
+        type Msg = ();
+
+        fn receive(
+            &mut self,
+            _: &mut crate::api::context::Context<Self>,
+            _: (),
+        ) -> crate::supervision::failure::Outcome {
+            Ok(())
+        }
+    }
+
+    /// Every actor is one allocation, its cell: the head (vtable 8, uid 8,
+    /// name 16, parent 8, system 8, children 16, mailbox 48: 112 bytes),
+    /// then the driver (40 bytes besides the actor: the props' factory 16,
+    /// the context 16 (the cell during a run, and one pointer to what few
+    /// actors use: the death watch, the watchers, timers, receive timeout
+    /// and stash, a failure's pending business), the life state and the
+    /// failed flag 8), and the actor. No alignment beyond a word is forced,
+    /// so the `Arc` around it is not padded to a cache line (figures in
+    /// BENCHMARKS.md, idle-actor RSS; the table in decision 0020).
     #[test]
     fn a_cell_stays_small_and_word_aligned() {
-        assert!(
-            size_of::<super::Cell<u64>>() <= 152,
-            "{}",
-            size_of::<super::Cell<u64>>()
-        );
-        assert!(align_of::<super::Cell<u64>>() <= 8);
-        // The per-actor state the driver keeps besides the actor itself
-        // (80: of the props only the factory is kept; the watchers, the
-        // death-watch state, the timers, receive timeout and stash are each
-        // one pointer, allocated on first use).
-        let driver = size_of::<crate::runtime::driver::Driver<crate::runtime::guardian::User>>();
-        let user = size_of::<crate::runtime::guardian::User>();
-        assert!(driver - user <= 80, "{}", driver - user);
+        use super::ActorCell;
+        use crate::runtime::driver::Driver;
+        let cell = size_of::<ActorCell<Small>>();
+        let head = std::mem::offset_of!(ActorCell<Small>, driver);
+        let driver = size_of::<Driver<Small>>() - size_of::<Small>();
+        assert_eq!(size_of::<Small>(), 16);
+        assert!(head <= 112, "head {head}");
+        assert!(driver <= 40, "driver {driver}");
+        assert!(cell <= 112 + 40 + 16, "cell {cell}");
+        assert!(align_of::<ActorCell<Small>>() <= 8);
+        // An id is one pointer (the parent's, each child's table key); a
+        // typed reference is the `Arc<dyn Runnable>` the scheduler takes.
+        assert_eq!(size_of::<crate::ActorId>(), 8);
+        assert_eq!(size_of::<Option<crate::ActorId>>(), 8);
+        assert_eq!(size_of::<crate::ActorRef<u64>>(), 16);
+    }
+
+    /// A parent's children are one word behind the lock, the `closed` flag
+    /// in the table pointer's bit 0, kept whether the table exists or not;
+    /// a child's state is one word, its `stopping` flag in the statistics
+    /// pointer's bit 0 (so `/user`'s table costs 16 bytes per child).
+    #[test]
+    fn children_and_child_states_keep_their_flags_beside_their_pointers() {
+        use super::{ChildState, Children};
+        assert_eq!(size_of::<std::sync::Mutex<Children>>(), 16);
+        assert_eq!(size_of::<ChildState>(), 8);
+        let mut children = Children::default();
+        assert!(!children.closed() && children.is_empty());
+        children.close();
+        assert!(children.closed() && children.is_empty());
+        children.table_or_insert();
+        assert!(children.closed() && children.is_empty());
+        let mut open = Children::default();
+        open.table_or_insert();
+        assert!(!open.closed());
+        open.close();
+        assert!(open.closed() && open.table().is_some());
+
+        let mut state = ChildState::default();
+        assert!(!state.stopping());
+        state.set_stopping();
+        assert!(state.stopping());
+        let stats: *const _ = state.stats();
+        assert!(state.stopping());
+        assert!(std::ptr::eq(stats, state.stats()));
+        let mut fresh = ChildState::default();
+        let _ = fresh.stats();
+        assert!(!fresh.stopping());
+        fresh.set_stopping();
+        assert!(fresh.stopping());
     }
 
     /// A name is stored in the cell up to 14 bytes and boxed beyond, and

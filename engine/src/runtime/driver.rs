@@ -22,7 +22,7 @@ use crate::api::actor_ref::ActorId;
 use crate::api::context::Context;
 use crate::observe::events::{publish_lifecycle, publish_supervision, LifecycleKind};
 use crate::patterns::timers::{Extras, TimerSlot};
-use crate::runtime::cell::{run_callback, undeliverable_system, Cell, Drive, RunEnd};
+use crate::runtime::cell::{run_callback, undeliverable_system, ActorCell, RunEnd};
 use crate::runtime::contain::contain;
 use crate::runtime::drain::{close_and_drain, dequeue_system_only, drain_closed, DRAIN_BEFORE_CLOSE};
 use crate::runtime::signal::{Envelope, SystemMsg, Watcher};
@@ -30,6 +30,7 @@ use crate::supervision::failure::{Failure, Killed, Outcome};
 use crate::supervision::strategy::{Directive, StrategyKind, SupervisorStrategy};
 
 /// Where an actor is in its life.
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum Life {
     /// Waiting for `Create`.
     New,
@@ -37,9 +38,10 @@ enum Life {
     /// `failed` is set).
     Running,
     /// Restarting: waiting for the children stopped by `pre_restart` (or,
-    /// after a failed creation, by the re-creation) to terminate. Holds the
-    /// failure for `post_restart`; `None` re-runs `pre_start` instead.
-    Restarting(Option<Failure>),
+    /// after a failed creation, by the re-creation) to terminate. The
+    /// failure for `post_restart` waits in `Rare::restart_failure`; `None`
+    /// re-runs `pre_start` instead.
+    Restarting,
     /// Stopping: waiting for every child to terminate.
     Terminating,
     /// Gone: the mailbox is closed and drains into dead letters.
@@ -49,17 +51,17 @@ enum Life {
 /// A failed actor's pending business with its children, while it waits for
 /// its supervisor's directive.
 #[derive(Default)]
-struct Awaiting {
+pub(crate) struct Awaiting {
     /// The child whose failure this actor escalated (it gets the Resume that
     /// clears its own failure when this actor is resumed).
-    perpetrator: Option<ActorId>,
+    pub(crate) perpetrator: Option<ActorId>,
     /// Failures of other children that arrived meanwhile, handled once this
     /// actor is resumed or restarted. As Akka's `Failed`, which a failed
     /// actor stashes (`StashWhenFailed`): decided now, an Escalate could
     /// not be carried out (this actor is failed already), and that child,
     /// suspended by its own failure and by this actor's `Suspend`, would
     /// get one resume for two suspensions and never run again.
-    deferred: Vec<(ActorId, Failure)>,
+    pub(crate) deferred: Vec<(ActorId, Failure)>,
 }
 
 /// Which children a failure suspends.
@@ -76,26 +78,16 @@ pub(crate) struct Driver<A: Actor> {
     factory: Option<Arc<Factory<A>>>,
     ctx: Context<A>,
     life: Life,
-    /// Failed and suspended, waiting for the supervisor's directive.
+    /// Failed and suspended, waiting for the supervisor's directive (what
+    /// it keeps meanwhile is in `Rare::awaiting`).
     failed: bool,
-    /// What a failed actor keeps while it waits for its supervisor (boxed:
-    /// a failure is rare, and the cell stays small); `None` otherwise.
-    awaiting: Option<Box<Awaiting>>,
-    /// Who watches this actor, allocated by the first watch (most actors
-    /// are watched by nobody but their parent, which needs no entry: 8
-    /// bytes in every cell instead of 24).
-    watchers: Option<Box<Watchers>>,
 }
-
-/// The watchers of an actor, with no duplicate actor.
-#[derive(Default)]
-struct Watchers(Vec<Watcher>);
 
 impl<A: Actor> Driver<A> {
     pub(crate) fn new(props: Props<A>) -> Driver<A> {
         let mut ctx = Context::new();
         if let Some(capacity) = props.stash_capacity() {
-            ctx.extras = Some(Box::new(Extras::new(Some(capacity))));
+            ctx.rare_mut().extras = Some(Box::new(Extras::new(Some(capacity))));
         }
         Driver {
             actor: None,
@@ -103,12 +95,10 @@ impl<A: Actor> Driver<A> {
             ctx,
             life: Life::New,
             failed: false,
-            awaiting: None,
-            watchers: None,
         }
     }
 
-    fn cell(&self) -> &Arc<Cell<A::Msg>> {
+    fn cell(&self) -> &Arc<ActorCell<A>> {
         self.ctx.cell()
     }
 
@@ -122,6 +112,13 @@ impl<A: Actor> Driver<A> {
 
     fn actor_system(&self) -> &crate::runtime::system::ActorSystem {
         &self.cell().core.system
+    }
+
+    /// What a failed actor kept while it waited, taken (empty if nothing).
+    fn take_awaiting(&mut self) -> Awaiting {
+        (self.ctx.rare.as_deref_mut())
+            .map(|r| std::mem::take(&mut r.awaiting))
+            .unwrap_or_default()
     }
 
     fn is_stopping(&self) -> bool {
@@ -221,7 +218,7 @@ impl<A: Actor> Driver<A> {
                 self.fail(failure, SuspendChildren::All);
             }
             Envelope::Terminated(seq) => {
-                let Some(state) = self.ctx.watch.as_deref_mut() else {
+                let Some(state) = self.ctx.watch_mut() else {
                     return; // stopped watching meanwhile
                 };
                 let Some(pos) = state.terminated_queued.iter().position(|(s, _)| *s == seq) else {
@@ -279,9 +276,8 @@ impl<A: Actor> Driver<A> {
             SystemMsg::Failed { child, failure } => self.handle_failure(child, failure),
             SystemMsg::Watch(watcher) => self.add_watcher(watcher),
             SystemMsg::Unwatch(watcher) => {
-                if let Some(watchers) = self.watchers.as_deref_mut() {
-                    watchers
-                        .0
+                if let Some(rare) = self.ctx.rare.as_deref_mut() {
+                    rare.watchers
                         .retain(|w| !matches!(w, Watcher::Actor(id) if *id == watcher));
                 }
             }
@@ -313,7 +309,7 @@ impl<A: Actor> Driver<A> {
             tracing::debug!(actor = %self.path(), %failure, "failure while already failed or stopping");
             return;
         }
-        // SAFETY: we hold the run (this runs inside `Drive::run`).
+        // SAFETY: we hold the run (this runs inside `Driver::run`).
         unsafe { self.cell().mailbox.suspend() };
         self.failed = true;
         match children {
@@ -372,7 +368,7 @@ impl<A: Actor> Driver<A> {
         unsafe { self.cell().mailbox.resume() };
         let awaiting = if by_failure {
             self.failed = false;
-            self.awaiting.take().map(|a| *a).unwrap_or_default()
+            self.take_awaiting()
         } else {
             Awaiting::default()
         };
@@ -410,10 +406,10 @@ impl<A: Actor> Driver<A> {
         self.call_logged("pre_restart", |a, ctx| a.pre_restart(ctx, &failure));
         self.restart_extras();
         self.drop_instance();
-        if let Some(awaiting) = self.awaiting.as_deref_mut() {
-            awaiting.perpetrator = None;
-        }
-        self.life = Life::Restarting(Some(failure));
+        let rare = self.ctx.rare_mut();
+        rare.awaiting.perpetrator = None;
+        rare.restart_failure = Some(failure);
+        self.life = Life::Restarting;
         self.restart_progress();
     }
 
@@ -423,7 +419,10 @@ impl<A: Actor> Driver<A> {
         self.restart_extras();
         let ctx = &mut self.ctx;
         ctx.stop_all_children();
-        self.life = Life::Restarting(None);
+        if let Some(rare) = ctx.rare.as_deref_mut() {
+            rare.restart_failure = None;
+        }
+        self.life = Life::Restarting;
         self.restart_progress();
     }
 
@@ -436,15 +435,14 @@ impl<A: Actor> Driver<A> {
 
     /// Finishes a restart once no child is still stopping.
     fn restart_progress(&mut self) {
-        if !matches!(self.life, Life::Restarting(_)) {
+        if self.life != Life::Restarting {
             return;
         }
-        if self.cell().core.children().iter().any(|(_, r)| r.stopping) {
+        if self.cell().core.children().iter().any(|(_, r)| r.stopping()) {
             return;
         }
-        let Life::Restarting(failure) = std::mem::replace(&mut self.life, Life::Running) else {
-            unreachable!("checked above");
-        };
+        self.life = Life::Running;
+        let failure = (self.ctx.rare.as_deref_mut()).and_then(|r| r.restart_failure.take());
         self.finish_recreate(failure);
     }
 
@@ -475,7 +473,7 @@ impl<A: Actor> Driver<A> {
                 .core
                 .children()
                 .iter()
-                .filter(|(_, r)| !r.stopping)
+                .filter(|(_, r)| !r.stopping())
                 .map(|(id, _)| id.clone())
                 .collect();
             for child in survivors {
@@ -485,7 +483,7 @@ impl<A: Actor> Driver<A> {
         // Failures of children that arrived while this actor was failed:
         // those of children stopped by the restart are dropped (no longer
         // children); a survivor's is decided by the new instance.
-        let deferred = self.awaiting.take().map(|a| a.deferred).unwrap_or_default();
+        let deferred = self.take_awaiting().deferred;
         self.handle_deferred(deferred);
     }
 
@@ -512,7 +510,7 @@ impl<A: Actor> Driver<A> {
         }
         if self.failed {
             // Decided once this actor is resumed or restarted.
-            let awaiting = self.awaiting.get_or_insert_with(Box::default);
+            let awaiting = &mut self.ctx.rare_mut().awaiting;
             awaiting.deferred.push((child, failure));
             return;
         }
@@ -574,7 +572,7 @@ impl<A: Actor> Driver<A> {
             (Directive::Stop, StrategyKind::OneForOne) => self.stop_child(&child),
             (Directive::Stop, StrategyKind::AllForOne) => self.ctx.stop_all_children(),
             (Directive::Escalate, _) => {
-                self.awaiting.get_or_insert_with(Box::default).perpetrator = Some(child.clone());
+                self.ctx.rare_mut().awaiting.perpetrator = Some(child.clone());
                 self.fail(failure, SuspendChildren::AllBut(child));
             }
         }
@@ -590,9 +588,8 @@ impl<A: Actor> Driver<A> {
         if let Watcher::Actor(id) = &watcher {
             let me = self.me();
             if *id == me
-                || self.watchers.as_deref().is_some_and(|watchers| {
-                    watchers
-                        .0
+                || self.ctx.rare.as_deref().is_some_and(|rare| {
+                    rare.watchers
                         .iter()
                         .any(|w| matches!(w, Watcher::Actor(x) if x == id))
                 })
@@ -600,15 +597,12 @@ impl<A: Actor> Driver<A> {
                 return;
             }
         }
-        self.watchers
-            .get_or_insert_with(Box::default)
-            .0
-            .push(watcher);
+        self.ctx.rare_mut().watchers.push(watcher);
     }
 
     fn death_notification(&mut self, who: ActorId) {
         let was_child = self.cell().core.children().remove(&who);
-        let watched = self.ctx.watch.as_deref_mut().is_some_and(|state| {
+        let watched = self.ctx.watch_mut().is_some_and(|state| {
             let pos = state.watching.iter().position(|w| *w == who);
             pos.map(|pos| state.watching.swap_remove(pos)).is_some()
         });
@@ -618,7 +612,7 @@ impl<A: Actor> Driver<A> {
         if was_child {
             match self.life {
                 Life::Terminating => self.termination_progress(),
-                Life::Restarting(_) => self.restart_progress(),
+                Life::Restarting => self.restart_progress(),
                 _ => {}
             }
         }
@@ -667,12 +661,12 @@ impl<A: Actor> Driver<A> {
         let me = self.me();
         // Dropping the state also forgets the Terminated signals queued and
         // not yet handled: a stopping actor handles no more of them.
-        if let Some(state) = self.ctx.watch.take() {
+        if let Some(state) = self.ctx.watch_mut().map(std::mem::take) {
             for watched in state.watching {
                 watched.send_system(SystemMsg::Unwatch(me.clone()));
             }
         }
-        self.cell().core.children().closed = true;
+        self.cell().core.children().close();
         self.ctx.stop_all_children();
         self.termination_progress();
     }
@@ -734,7 +728,8 @@ impl<A: Actor> Driver<A> {
         if let Some(parent) = &parent {
             parent.send_system(SystemMsg::DeathWatchNotification(me.clone()));
         }
-        for watcher in self.watchers.take().map(|w| w.0).unwrap_or_default() {
+        let watchers = (self.ctx.rare.as_deref_mut()).map(|r| std::mem::take(&mut r.watchers));
+        for watcher in watchers.unwrap_or_default() {
             match watcher {
                 Watcher::Actor(w) if Some(&w) == parent.as_ref() => {}
                 Watcher::Actor(w) => w.send_system(SystemMsg::DeathWatchNotification(me.clone())),
@@ -745,7 +740,7 @@ impl<A: Actor> Driver<A> {
         let factory = self.factory.take();
         contain("dropping an actor's props", || drop(factory));
         // Every child has terminated: their deferred failures are moot.
-        self.awaiting = None;
+        drop(self.take_awaiting());
         if parent.is_none() {
             self.cell().core.system.root_terminated();
         }
@@ -775,7 +770,7 @@ impl<A: Actor> Driver<A> {
     #[inline(never)]
     fn next_with_extras(
         &mut self,
-        cell: &Arc<Cell<A::Msg>>,
+        cell: &Arc<ActorCell<A>>,
     ) -> Result<Dequeued<SystemMsg, Envelope<A::Msg>>, RunEnd> {
         let dequeued = if self.ctx.has_unstashed() {
             self.next_unstashed(cell)?
@@ -796,7 +791,7 @@ impl<A: Actor> Driver<A> {
     /// comes before anything still in the user lane. `Err` ends the run.
     fn next_unstashed(
         &mut self,
-        cell: &Arc<Cell<A::Msg>>,
+        cell: &Arc<ActorCell<A>>,
     ) -> Result<Dequeued<SystemMsg, Envelope<A::Msg>>, RunEnd> {
         // The user lane is closed for one dequeue, so only the system lane
         // answers (a suspended actor's does anyway; `dequeue_system_only`,
@@ -821,8 +816,12 @@ impl<A: Actor> Driver<A> {
     }
 }
 
-impl<A: Actor> Drive<A::Msg> for Driver<A> {
-    fn run(&mut self, cell: &Arc<Cell<A::Msg>>, budget: &mut Budget) -> RunEnd {
+impl<A: Actor> Driver<A> {
+    /// Handles messages until the budget is used (`Yield`) or the mailbox
+    /// has nothing the holder may take (`Release`). Must not release the
+    /// run itself: the caller (`Cell::run`) does, after this borrow has
+    /// ended.
+    pub(crate) fn run(&mut self, cell: &Arc<ActorCell<A>>, budget: &mut Budget) -> RunEnd {
         // SAFETY: `cell` is the reference `Cell::run` holds for the whole
         // run; every way out of this run (the return below, or a panic,
         // after which `Cell::run` calls `abandon_run`) calls `leave`.
@@ -833,7 +832,7 @@ impl<A: Actor> Drive<A::Msg> for Driver<A> {
             }
             // One branch for actors with no timers, receive timeout or
             // stash; the others take the next item out of line.
-            let dequeued = if self.ctx.extras.is_some() {
+            let dequeued = if self.ctx.extras().is_some() {
                 match self.next_with_extras(cell) {
                     Ok(dequeued) => dequeued,
                     Err(end) => break end,
@@ -867,7 +866,9 @@ impl<A: Actor> Drive<A::Msg> for Driver<A> {
         end
     }
 
-    fn abandon_run(&mut self) {
+    /// A panic escaped `run`: forget the run's state (the context's
+    /// reference to the cell), so the cell can be run again or freed.
+    pub(crate) fn abandon_run(&mut self) {
         self.ctx.leave();
     }
 }

@@ -240,14 +240,110 @@ fn threads_exchange_through_the_run_protocol() {
     }
 }
 
-/// The mailbox is part of every cell: it stays within one cache line's
-/// worth of bytes and forces no alignment on the cell (decision record 0002).
+/// The mailbox is part of every cell: six words (the run-state word and
+/// the capacity share one, the holder's flags and the bounded lane's count
+/// another) and no alignment forced on the cell (decision records 0002,
+/// 0020).
 #[test]
-fn mailbox_fits_in_64_bytes_without_forcing_alignment() {
+fn mailbox_fits_in_48_bytes_without_forcing_alignment() {
     assert!(
-        std::mem::size_of::<Mb>() <= 64,
+        std::mem::size_of::<Mb>() <= 48,
         "{}",
         std::mem::size_of::<Mb>()
     );
     assert!(std::mem::align_of::<Mb>() <= 8);
+}
+
+/// Capacities beyond what 32 bits count are unbounded; the rest are kept.
+#[test]
+fn huge_capacities_are_unbounded() {
+    let mb = Mb::bounded(usize::MAX).expect("not zero");
+    assert_eq!(mb.capacity(), None);
+    assert_eq!(mb.user_len(), None);
+    let mb = Mb::bounded(u32::MAX as usize).expect("not zero");
+    assert_eq!(mb.capacity(), None);
+    let mb = Mb::bounded(u32::MAX as usize - 1).expect("not zero");
+    assert_eq!(mb.capacity(), Some(u32::MAX as usize - 1));
+    assert_eq!(mb.enqueue_user(1), Ok(Enqueued::MustSchedule));
+    assert_eq!(mb.user_len(), Some(1));
+}
+
+/// Suspensions nest, and the closed flag shares their word without
+/// disturbing the count.
+#[test]
+fn suspensions_and_close_share_the_holder_word() {
+    let mb = Mb::new();
+    let _ = mb.enqueue_user(1);
+    // SAFETY: the enqueue won the run; this thread holds it.
+    unsafe {
+        mb.suspend();
+        mb.suspend();
+        mb.close();
+        assert!(mb.is_suspended());
+        assert!(!mb.resume());
+        assert!(mb.resume());
+        assert!(!mb.is_suspended());
+        assert!(mb.resume(), "a resume without a suspend does nothing");
+        assert!(!mb.is_suspended());
+        mb.suspend();
+        mb.resume_all();
+        assert!(!mb.is_suspended());
+        // Closed: the lane is drained whatever the suspension.
+        mb.suspend();
+        assert_eq!(mb.dequeue(), Dequeued::User(1));
+    }
+}
+
+/// An idle mailbox holds no node: `release` puts each empty lane back at
+/// its inline stub, freeing the node of the last message (decision 0020);
+/// a lane that is not empty keeps its node.
+#[test]
+fn release_leaves_an_idle_mailbox_at_its_stubs() {
+    let fresh = Mb::new();
+    // SAFETY: nobody runs `fresh`; its marks are read only to compare.
+    let (sys_stub, user_stub) = unsafe { (fresh.holder.system.mark(), fresh.holder.user.mark()) };
+    let mb = Mb::new();
+    let _ = mb.enqueue_system("create");
+    let _ = mb.enqueue_user(1);
+    // SAFETY: the first enqueue won the run; we hold it until `Idle`.
+    unsafe {
+        assert_eq!(mb.dequeue(), Dequeued::System("create"));
+        assert_eq!(mb.dequeue(), Dequeued::User(1));
+        assert_ne!(mb.holder.user.mark(), user_stub, "at the message's node");
+        assert_eq!(mb.dequeue(), Dequeued::Empty);
+        assert_eq!(mb.release(), Release::Idle);
+        // Read after the release only because nothing else runs here.
+        assert_eq!(mb.holder.system.mark(), sys_stub);
+        assert_eq!(mb.holder.user.mark(), user_stub);
+    }
+    // A paused lane with a message keeps its node; the stub comes back
+    // once the message is taken.
+    assert_eq!(mb.enqueue_user(2), Ok(Enqueued::MustSchedule));
+    let _ = mb.enqueue_user(3);
+    // SAFETY: as above.
+    unsafe {
+        assert_eq!(mb.dequeue(), Dequeued::User(2));
+        mb.suspend();
+        assert_eq!(mb.dequeue(), Dequeued::Empty);
+        assert_eq!(mb.release(), Release::Idle);
+        assert_ne!(mb.holder.user.mark(), user_stub, "3 is still queued");
+    }
+    let _ = mb.enqueue_system("resume");
+    // SAFETY: as above.
+    unsafe {
+        assert_eq!(mb.dequeue(), Dequeued::System("resume"));
+        assert!(mb.resume());
+        assert_eq!(mb.dequeue(), Dequeued::User(3));
+        assert_eq!(mb.dequeue(), Dequeued::Empty);
+        assert_eq!(mb.release(), Release::Idle);
+        assert_eq!(mb.holder.user.mark(), user_stub);
+    }
+    // Back at the stubs, the lanes take messages as before.
+    assert_eq!(mb.enqueue_user(4), Ok(Enqueued::MustSchedule));
+    // SAFETY: as above.
+    unsafe {
+        assert_eq!(mb.dequeue(), Dequeued::User(4));
+        assert_eq!(mb.dequeue(), Dequeued::Empty);
+        assert_eq!(mb.release(), Release::Idle);
+    }
 }

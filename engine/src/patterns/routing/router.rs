@@ -123,7 +123,7 @@ impl<M: Send + 'static> Router<M> {
         let routee = self.routees.remove(index);
         let id = routee.id();
         ctx.unwatch(&id);
-        if self.is_pool() && id.cell().core().parent.as_ref() == Some(&ctx.id()) {
+        if self.is_pool() && id.core().parent.as_ref() == Some(&ctx.id()) {
             routee.poison_pill();
         }
     }
