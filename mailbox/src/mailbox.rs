@@ -131,6 +131,12 @@ struct HolderFlags {
     /// The holder's copy of `CLOSED`, so that dequeue never reads the
     /// senders' cache line.
     closed: bool,
+    /// Whether the user lane is bounded (the holder then gives a place back
+    /// per pop): a copy of `capacity != UNBOUNDED`, for the same reason.
+    /// `capacity` sits beside the user lane's `head`, which every send
+    /// writes, so reading it per dequeue was a consumer miss per message in
+    /// a flood.
+    bounded: bool,
 }
 
 impl HolderFlags {
@@ -173,6 +179,7 @@ impl<S, U> Mailbox<S, U> {
                 flags: UnsafeCell::new(HolderFlags {
                     suspended: 0,
                     closed: false,
+                    bounded: capacity != UNBOUNDED,
                 }),
             },
         }
@@ -320,25 +327,33 @@ impl<S, U> Mailbox<S, U> {
         // looked at the system lane first, both could have arrived between
         // the two looks and the user message would have jumped the queue.
         // SAFETY: we hold the run (caller's contract) for all of the below.
-        let user_open = unsafe { self.flags() }.user_lane_open();
-        let user = if user_open {
+        let flags = unsafe { self.flags() };
+        let user = if flags.user_lane_open() {
             // SAFETY: the run holder is the single consumer of both queues.
             unsafe { self.holder.user.peek(&self.user) }
         } else {
             Pop::Empty
         };
+        // The system lane is nearly always empty. Its `head` is read only
+        // when the user lane has nothing for us either, to tell "empty"
+        // from "a push in progress": that word may share a cache line with
+        // the senders' words (no line boundary is forced, decision record
+        // 0002), so reading it before every user message was a miss per
+        // message in a flood. A system push still in progress while a user
+        // message is ready is concurrent with it, so handing the user
+        // message out first breaks no order (invariant 3 is about a system
+        // message *completed* before the user one was sent, which the
+        // Acquire of the peek above makes visible here).
         // SAFETY: as above.
-        match unsafe { self.holder.system.pop(&self.holder.system_head) } {
-            Pop::Data(m) => return Dequeued::System(m),
-            Pop::Inconsistent => return Dequeued::Retry,
-            Pop::Empty => {}
+        if let Some(m) = unsafe { self.holder.system.pop_linked() } {
+            return Dequeued::System(m);
         }
         match user {
             // A value seen at the peek is still there: we are its only consumer.
             // SAFETY: as above.
             Pop::Data(()) => match unsafe { self.holder.user.pop(&self.user) } {
                 Pop::Data(m) => {
-                    if self.capacity != UNBOUNDED {
+                    if flags.bounded {
                         // Relaxed: see reserve_user_slot.
                         self.user_len.fetch_sub(1, Ordering::Relaxed);
                     }
@@ -350,7 +365,18 @@ impl<S, U> Mailbox<S, U> {
             },
             // A message that arrived after the peek is found by the next
             // dequeue, or by release's re-check.
-            Pop::Empty => Dequeued::Empty,
+            Pop::Empty => {
+                // SAFETY: as above.
+                if unsafe {
+                    self.holder
+                        .system
+                        .push_in_progress(&self.holder.system_head)
+                } {
+                    Dequeued::Retry
+                } else {
+                    Dequeued::Empty
+                }
+            }
             Pop::Inconsistent => Dequeued::Retry,
         }
     }

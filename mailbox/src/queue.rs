@@ -218,6 +218,46 @@ impl<T> Tail<T> {
         }
     }
 
+    /// Removes the oldest value if it is linked, without reading `head`:
+    /// `None` means "empty or a push in progress", which
+    /// [`push_in_progress`](Self::push_in_progress) tells apart. For a
+    /// consumer that looks at a lane which is nearly always empty, while
+    /// producers write that lane's `head` (the mailbox's system lane).
+    ///
+    /// # Safety
+    ///
+    /// As for [`pop`](Self::pop).
+    #[inline]
+    pub(crate) unsafe fn pop_linked(&self) -> Option<T> {
+        let tail = self.node();
+        // SAFETY: `tail` is alive (see `pop`).
+        let next = unsafe { (*tail).next.load(Ordering::Acquire) }; // pairs with push's link store
+        if next.is_null() {
+            return None;
+        }
+        // SAFETY: as in `pop`: single consumer, `next`'s value initialised
+        // and visible, read once, the old tail unreachable.
+        unsafe {
+            self.tail.with_mut(|t| *t = next);
+            let value = (*next).value.with(|v| ptr::read(v).assume_init());
+            Node::free(tail);
+            Some(value)
+        }
+    }
+
+    /// After [`pop_linked`](Self::pop_linked) found nothing: whether a
+    /// producer has claimed a place after `tail` (`head` moved) but not
+    /// linked it yet, or linked it since. `false` means the lane was empty
+    /// when `head` was read.
+    ///
+    /// # Safety
+    ///
+    /// As for [`pop`](Self::pop).
+    #[inline]
+    pub(crate) unsafe fn push_in_progress(&self, head: &Head<T>) -> bool {
+        Self::empty_or_inconsistent::<()>(head, self.node()) == Pop::Inconsistent
+    }
+
     fn empty_or_inconsistent<V>(head: &Head<T>, tail: *mut Node<T>) -> Pop<V> {
         // Relaxed: only compared, never dereferenced. head != tail means a
         // push has claimed a place after `tail` but not linked it yet.
