@@ -235,7 +235,22 @@ impl Inner {
         free_len: 0,
     };
 
-    #[inline]
+    /// The next block of the current slab, if it has one left: the fast
+    /// path of [`alloc_block`].
+    #[inline(always)]
+    fn carve(&mut self, class: usize) -> Option<*mut u8> {
+        let carving = &mut self.carving[class];
+        if carving.next == carving.end {
+            return None;
+        }
+        let block = carving.next;
+        // SAFETY: `block` is below `end`, so the next block is inside the
+        // slab or `end`.
+        carving.next = unsafe { block.add(class_size(class)) };
+        Some(block)
+    }
+
+    #[inline(never)]
     fn alloc(&mut self, class: usize) -> *mut u8 {
         let carving = &mut self.carving[class];
         if carving.next == carving.end {
@@ -268,8 +283,22 @@ impl Inner {
         }
     }
 
+    /// Counts a freed block in one of the two most recent tallies, if that
+    /// does not complete it: the fast path of [`free_block`] (one producer
+    /// fills one slab at a time, two producers two).
+    #[inline(always)]
+    fn tally(&mut self, slab: *mut Slab) -> bool {
+        for t in &mut self.tallies[..2] {
+            if t.slab == slab && t.freed + 1 < t.cap {
+                t.freed += 1;
+                return true;
+            }
+        }
+        false
+    }
+
     /// Counts a freed block of `slab` (of `class`).
-    #[inline]
+    #[inline(never)]
     fn free(&mut self, slab: *mut Slab, class: usize) {
         let t = &mut self.tallies;
         let at = if t[0].slab == slab {
@@ -455,7 +484,11 @@ pub(crate) fn alloc_block(layout: Layout) -> *mut u8 {
         .try_with(|local| {
             // SAFETY: only this thread touches its state, and no reference
             // into it outlives this closure.
-            unsafe { (*local.inner.get()).alloc(class) }
+            let inner = unsafe { &mut *local.inner.get() };
+            match inner.carve(class) {
+                Some(block) => block,
+                None => inner.alloc(class),
+            }
         })
         .unwrap_or_else(|_| {
             // The thread is exiting and its state is gone: a slab of one
@@ -489,7 +522,10 @@ pub(crate) unsafe fn free_block(block: *mut u8, layout: Layout) {
     let slab = slab_of(block);
     let counted = LOCAL.try_with(|local| {
         // SAFETY: only this thread touches its state (see alloc_block).
-        unsafe { (*local.inner.get()).free(slab, class) }
+        let inner = unsafe { &mut *local.inner.get() };
+        if !inner.tally(slab) {
+            inner.free(slab, class);
+        }
     });
     // SAFETY: the thread is exiting and its state is gone: the block is
     // counted at once; its slab is live until then (caller's contract: a
