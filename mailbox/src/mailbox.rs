@@ -345,9 +345,10 @@ impl<S, U> Mailbox<S, U> {
         // message *completed* before the user one was sent, which the
         // Acquire of the peek above makes visible here).
         // SAFETY: as above.
-        if let Some(m) = unsafe { self.holder.system.pop_linked() } {
-            return Dequeued::System(m);
-        }
+        let system_mark = match unsafe { self.holder.system.pop_linked() } {
+            Ok(m) => return Dequeued::System(m),
+            Err(mark) => mark,
+        };
         match user {
             // A value seen at the peek is still there: we are its only consumer.
             // SAFETY: as above.
@@ -366,12 +367,7 @@ impl<S, U> Mailbox<S, U> {
             // A message that arrived after the peek is found by the next
             // dequeue, or by release's re-check.
             Pop::Empty => {
-                // SAFETY: as above.
-                if unsafe {
-                    self.holder
-                        .system
-                        .push_in_progress(&self.holder.system_head)
-                } {
+                if self.holder.system_head.moved_from(system_mark) {
                     Dequeued::Retry
                 } else {
                     Dequeued::Empty

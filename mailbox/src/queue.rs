@@ -144,6 +144,17 @@ impl<T> Head<T> {
         }
     }
 
+    /// For the consumer, after [`Tail::pop_linked`] found nothing at `mark`
+    /// (its `tail`): whether a producer has claimed a place after it (`head`
+    /// moved) but not linked it yet, or linked it since. `false` means the
+    /// lane was empty when `head` was read.
+    #[inline]
+    pub(crate) fn moved_from(&self, mark: Mark) -> bool {
+        // Relaxed: only compared, never dereferenced (as in
+        // `empty_or_inconsistent`).
+        self.head.load(Ordering::Relaxed).cast::<()>() != mark.0
+    }
+
     /// Whether, seen from `mark`, the queue holds a value or a push is in
     /// progress: `head` has moved past the marked node. Safe to call from any
     /// thread, also one that is no longer the consumer.
@@ -219,21 +230,21 @@ impl<T> Tail<T> {
     }
 
     /// Removes the oldest value if it is linked, without reading `head`:
-    /// `None` means "empty or a push in progress", which
-    /// [`push_in_progress`](Self::push_in_progress) tells apart. For a
-    /// consumer that looks at a lane which is nearly always empty, while
-    /// producers write that lane's `head` (the mailbox's system lane).
+    /// `Err(mark)` means "empty or a push in progress", which
+    /// [`Head::moved_from`] with that mark tells apart. For a consumer that
+    /// looks at a lane which is nearly always empty, while producers write
+    /// that lane's `head` (the mailbox's system lane).
     ///
     /// # Safety
     ///
     /// As for [`pop`](Self::pop).
     #[inline]
-    pub(crate) unsafe fn pop_linked(&self) -> Option<T> {
+    pub(crate) unsafe fn pop_linked(&self) -> Result<T, Mark> {
         let tail = self.node();
         // SAFETY: `tail` is alive (see `pop`).
         let next = unsafe { (*tail).next.load(Ordering::Acquire) }; // pairs with push's link store
         if next.is_null() {
-            return None;
+            return Err(Mark(tail.cast()));
         }
         // SAFETY: as in `pop`: single consumer, `next`'s value initialised
         // and visible, read once, the old tail unreachable.
@@ -241,21 +252,8 @@ impl<T> Tail<T> {
             self.tail.with_mut(|t| *t = next);
             let value = (*next).value.with(|v| ptr::read(v).assume_init());
             Node::free(tail);
-            Some(value)
+            Ok(value)
         }
-    }
-
-    /// After [`pop_linked`](Self::pop_linked) found nothing: whether a
-    /// producer has claimed a place after `tail` (`head` moved) but not
-    /// linked it yet, or linked it since. `false` means the lane was empty
-    /// when `head` was read.
-    ///
-    /// # Safety
-    ///
-    /// As for [`pop`](Self::pop).
-    #[inline]
-    pub(crate) unsafe fn push_in_progress(&self, head: &Head<T>) -> bool {
-        Self::empty_or_inconsistent::<()>(head, self.node()) == Pop::Inconsistent
     }
 
     fn empty_or_inconsistent<V>(head: &Head<T>, tail: *mut Node<T>) -> Pop<V> {
