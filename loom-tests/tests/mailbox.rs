@@ -16,6 +16,11 @@
 //! `close_racing_with_senders_accounts_for_every_message_once`,
 //! `suspended_means_user_lane_paused` and
 //! `system_message_overtakes_later_user_messages` fail.
+//!
+//! Issue 17, item 4 (`dequeue` reads the system lane's head only when the
+//! user lane has nothing ready): `dequeue` handing out a ready user message
+//! before it pops the system lane makes
+//! `system_message_overtakes_later_user_messages` fail (seen; reverted).
 #![cfg(loom)]
 
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

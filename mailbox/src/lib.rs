@@ -14,10 +14,11 @@
 //! queued or racing in is handed to the run holder exactly once, for dead
 //! letters.
 //!
-//! Queue nodes come from a small per-thread cache that moves memory between
-//! threads in batches ([`trim_node_cache`] frees what it holds), so a
-//! cross-thread flood does not pay the allocator's remote-free path per
-//! message.
+//! Queue nodes are carved in address order from small slabs, and a slab is
+//! recycled whole once all its nodes are freed, passing between threads one
+//! slab at a time ([`trim_node_cache`] frees the free ones), so a
+//! cross-thread flood reads nodes side by side and pays neither `malloc`
+//! nor the allocator's remote-free path per message.
 //!
 //! The crate knows nothing of actors; the engine wires it to the scheduler.
 //!

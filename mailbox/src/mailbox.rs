@@ -410,7 +410,8 @@ impl<S, U> Mailbox<S, U> {
         // Under loom only (see `claim_after_push`).
         dekker_fence();
         // A mark is a node address, and the node cache hands a freed address
-        // out again at once, so `head` can equal a mark after it has moved
+        // out again (once its slab is free), so `head` can equal a mark after
+        // it has moved
         // (ABA): we may then report Idle with messages queued. That strands
         // nothing: the marked node was freed, so a later holder popped past
         // it, and that holder's release `fetch_and`, like every later

@@ -161,7 +161,8 @@ impl<T> Head<T> {
     ///
     /// The answer is exact for pushes that happen-before this call. A false
     /// "empty" is possible only if the marked node was freed and its address
-    /// reused (the node cache reuses a freed address at once), which
+    /// reused (the node cache carves a freed address again once its whole
+    /// slab is free; under loom at once), which
     /// requires a later consumer to have popped past it; that consumer then
     /// owns every value pushed before (see `Mailbox::release` for why that
     /// is enough).
