@@ -220,7 +220,9 @@ struct Local {
 }
 
 struct Inner {
-    carving: [Carving; CLASSES],
+    /// The slab being carved per class: `[class]` for messages,
+    /// `[STUBS + class]` for queue stubs (see [`alloc_stub_block`]).
+    carving: [Carving; 2 * CLASSES],
     /// The most recent first.
     tallies: [Tally; TALLIES],
     free: [*mut Slab; LOCAL_SLABS],
@@ -229,7 +231,7 @@ struct Inner {
 
 impl Inner {
     const EMPTY: Inner = Inner {
-        carving: [const { Carving::NONE }; CLASSES],
+        carving: [const { Carving::NONE }; 2 * CLASSES],
         tallies: [Tally::NONE; TALLIES],
         free: [ptr::null_mut(); LOCAL_SLABS],
         free_len: 0,
@@ -238,8 +240,8 @@ impl Inner {
     /// The next block of the current slab, if it has one left: the fast
     /// path of [`alloc_block`].
     #[inline(always)]
-    fn carve(&mut self, class: usize) -> Option<*mut u8> {
-        let carving = &mut self.carving[class];
+    fn carve(&mut self, at: usize, class: usize) -> Option<*mut u8> {
+        let carving = &mut self.carving[at];
         if carving.next == carving.end {
             return None;
         }
@@ -251,14 +253,14 @@ impl Inner {
     }
 
     #[inline(never)]
-    fn alloc(&mut self, class: usize) -> *mut u8 {
-        let carving = &mut self.carving[class];
+    fn alloc(&mut self, at: usize, class: usize) -> *mut u8 {
+        let carving = &mut self.carving[at];
         if carving.next == carving.end {
             // Used up (its blocks are counted already) or never started.
             let slab = self.take_free();
-            self.carving[class] = Carving::start(slab, class);
+            self.carving[at] = Carving::start(slab, class);
         }
-        let carving = &mut self.carving[class];
+        let carving = &mut self.carving[at];
         let block = carving.next;
         // SAFETY: `block` is below `end`, so the next block is inside the
         // slab or `end`.
@@ -343,8 +345,8 @@ impl Inner {
     /// Stops carving, settles every tally: afterwards this thread holds no
     /// slab but its free ones.
     fn settle_all(&mut self) {
-        for class in 0..CLASSES {
-            if let Some(slab) = self.carving[class].retire(class) {
+        for at in 0..2 * CLASSES {
+            if let Some(slab) = self.carving[at].retire(at % CLASSES) {
                 self.put_free(slab);
             }
         }
@@ -468,11 +470,33 @@ fn retire(slab: *mut Slab) {
     }
 }
 
+/// Where a queue's stub nodes are carved: slabs of their own, apart from
+/// the messages' (an offset into `Inner::carving`).
+const STUBS: usize = CLASSES;
+
 /// Allocates memory for `layout` (a node's), from the cache when it can.
 ///
 /// Never returns null: allocation failure aborts, as `Box::new` does.
 #[inline]
 pub(crate) fn alloc_block(layout: Layout) -> *mut u8 {
+    alloc_in(layout, 0)
+}
+
+/// As [`alloc_block`], for a queue's first node (its stub), carved from
+/// slabs of stubs. A stub dies when its lane's first message is popped,
+/// while that message's node lives on as the lane's last node until the
+/// next one: carved side by side, a spawner's stubs and its first messages
+/// would leave every slab half dead and pinned (compare's idle-actor
+/// workload: 100 000 actors, one message each, measured 570 bytes per actor
+/// that way against 514-520 before the slabs). Carved apart, the stubs'
+/// slabs free up whole and the messages' stay dense.
+#[inline]
+pub(crate) fn alloc_stub_block(layout: Layout) -> *mut u8 {
+    alloc_in(layout, STUBS)
+}
+
+#[inline(always)]
+fn alloc_in(layout: Layout, stream: usize) -> *mut u8 {
     let Some(class) = class_of(layout) else {
         // SAFETY: node layouts are never zero-sized (a node holds a pointer).
         let p = unsafe { alloc(layout) };
@@ -486,9 +510,9 @@ pub(crate) fn alloc_block(layout: Layout) -> *mut u8 {
             // SAFETY: only this thread touches its state, and no reference
             // into it outlives this closure.
             let inner = unsafe { &mut *local.inner.get() };
-            match inner.carve(class) {
+            match inner.carve(stream + class, class) {
                 Some(block) => block,
-                None => inner.alloc(class),
+                None => inner.alloc(stream + class, class),
             }
         })
         .unwrap_or_else(|_| {

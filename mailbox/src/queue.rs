@@ -55,11 +55,22 @@ impl<T> Node<T> {
     /// Allocates a node from the node cache (see `node_cache.rs`; also under
     /// loom, so that the models see freed addresses reused).
     fn alloc(value: MaybeUninit<T>) -> *mut Node<T> {
+        Self::alloc_from(value, node_cache::alloc_block)
+    }
+
+    /// Allocates a queue's stub node, from slabs of stubs
+    /// (`node_cache::alloc_stub_block` says why).
+    fn alloc_stub() -> *mut Node<T> {
+        Self::alloc_from(MaybeUninit::uninit(), node_cache::alloc_stub_block)
+    }
+
+    #[inline(always)]
+    fn alloc_from(value: MaybeUninit<T>, alloc_block: fn(Layout) -> *mut u8) -> *mut Node<T> {
         let node = Node {
             next: AtomicPtr::new(ptr::null_mut()),
             value: UnsafeCell::new(value),
         };
-        let block = node_cache::alloc_block(Layout::new::<Node<T>>()).cast::<Node<T>>();
+        let block = alloc_block(Layout::new::<Node<T>>()).cast::<Node<T>>();
         // SAFETY: `alloc_block` returns a fresh, non-null block that fits
         // `Node<T>`'s size and alignment.
         unsafe { block.write(node) };
@@ -108,7 +119,7 @@ pub struct Mark(*mut ());
 ///
 /// The ends must be used together, as one queue, and dropped together.
 pub(crate) fn ends<T>() -> (Head<T>, Tail<T>) {
-    let stub = Node::alloc(MaybeUninit::uninit());
+    let stub = Node::alloc_stub();
     (
         Head {
             head: AtomicPtr::new(stub),
