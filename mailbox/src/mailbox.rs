@@ -327,8 +327,7 @@ impl<S, U> Mailbox<S, U> {
         // looked at the system lane first, both could have arrived between
         // the two looks and the user message would have jumped the queue.
         // SAFETY: we hold the run (caller's contract) for all of the below.
-        let flags = unsafe { self.flags() };
-        let user = if flags.user_lane_open() {
+        let user = if unsafe { self.flags() }.user_lane_open() {
             // SAFETY: the run holder is the single consumer of both queues.
             unsafe { self.holder.user.peek(&self.user) }
         } else {
@@ -354,7 +353,10 @@ impl<S, U> Mailbox<S, U> {
             // SAFETY: as above.
             Pop::Data(()) => match unsafe { self.holder.user.pop(&self.user) } {
                 Pop::Data(m) => {
-                    if flags.bounded {
+                    // Read again rather than kept from the start: one
+                    // register fewer to save and restore in every call.
+                    // SAFETY: as above.
+                    if unsafe { self.flags() }.bounded {
                         // Relaxed: see reserve_user_slot.
                         self.user_len.fetch_sub(1, Ordering::Relaxed);
                     }
