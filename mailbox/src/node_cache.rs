@@ -23,7 +23,9 @@
 //!   again, keeps a few for itself, and passes the rest through a global,
 //!   mutex-protected stock: one lock per slab (63 nodes of 16 bytes), not
 //!   per node. The producer's next slab comes from there, its memory not
-//!   read before it is written. A free slab serves any class.
+//!   read before it is written. A free slab serves any class;
+//! - a queue's stub (its first node) is carved from slabs of stubs, apart
+//!   from messages ([`alloc_stub_block`] says why).
 //!
 //! A slab is aligned to its size, so a block's slab is its address with the
 //! low bits cleared. Its first 16 bytes hold the count: the blocks not yet
