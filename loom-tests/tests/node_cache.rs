@@ -4,12 +4,15 @@
 //! `Head::nonempty_since`, argued in decision record 0002, "`release`
 //! re-checks from marks").
 //!
-//! Under `--cfg loom` the cache's per-thread free lists are loom
-//! thread-locals (`mailbox/src/node_cache.rs`), so the models run the
-//! cache's real code. One difference: under loom there is no global stack
-//! and no block goes back to the allocator while the test runs (what would
-//! go to the global stack is retired on the test's OS thread and freed when
-//! it exits), because a stack shared by parallel tests and by successive
+//! Under `--cfg loom` the cache's per-thread state (the slab it carves, its
+//! tallies of freed blocks, its free slabs) is a loom thread-local
+//! (`mailbox/src/node_cache.rs`), so the models run the cache's real code.
+//! Two differences: under loom a slab holds one block (so a freed node's
+//! address comes back on the freeing thread's next allocation, as soon as
+//! it can: decision record 0021), and there is no global stock and no slab
+//! goes back to the allocator while the test runs (what would go to the
+//! global stock is retired on the test's OS thread and freed when it
+//! exits), because a stock shared by parallel tests and by successive
 //! executions, or `malloc` handing a freed address back, would make a
 //! schedule's path depend on something other than the schedule, and loom
 //! needs each schedule to take one path (decision record 0015).
@@ -27,7 +30,13 @@
 //!   explored).
 //! - `FreeList::pop` returns the head block without unlinking it (two live
 //!   nodes at one address): the `node_cache` and `mailbox` test binaries
-//!   fail (they crash: one block holds two live nodes).
+//!   fail (they crash: one block holds two live nodes). Since issue 17 (item
+//!   4, slabs) the same mutation is `Inner::carve` not advancing its
+//!   pointer: the `mailbox` models crash (seen; reverted).
+//! - Issue 17, item 4: a loom slab of two blocks instead of one:
+//!   `a_freed_node_address_comes_back_and_fools_a_stale_mark` fails (the
+//!   address does not come back within the model, so the ABA case goes
+//!   unexplored; seen, reverted).
 //! - `Mailbox::release` without its `fence(SeqCst)`:
 //!   `a_holder_fooled_by_a_reused_mark_strands_nothing` fails (a message
 //!   left in the mailbox with nobody scheduled). Rechecked in issue 17,

@@ -57,3 +57,13 @@ pub use crate::mailbox::{Dequeued, Enqueued, Mailbox, Release};
 pub use crate::node_cache::trim_node_cache;
 pub use crate::queue::{Mark, MpscQueue, Pop};
 pub use crate::state::Snapshot;
+
+/// Serialises the unit tests that allocate queue nodes: the node cache's
+/// global stock is one per process, and its tests look at what it hands
+/// back (a LIFO stock that another test pushes to in between hands back
+/// that test's slab first).
+#[cfg(test)]
+fn test_serial() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}

@@ -1,110 +1,106 @@
-//! A small per-thread cache of node memory, so that a message's node is
-//! neither `malloc`ed by one thread nor `free`d into another thread's arena
-//! per message.
+//! Node memory for the queues: blocks carved in address order from small
+//! slabs, and a slab recycled whole once every block in it was freed.
 //!
 //! Why: a queue node is allocated by the sending thread and freed by the
-//! consuming thread. With glibc malloc that remote free is the slow path, and
-//! a cross-thread flood ran 6x slower than crossbeam-channel (which allocates
-//! one block per 31 messages); see BENCHMARKS.md. The cache keeps freed node
-//! memory on the freeing thread and moves it between threads in batches of
-//! [`BATCH`] blocks through a global, mutex-protected stack: one lock per
-//! `BATCH` nodes, not per message.
+//! consuming thread. Allocating each node by itself (`malloc`, or a free
+//! list of single blocks) scatters a lane's nodes over memory, and a cross-
+//! thread flood then pays two cache misses per message: the consumer on
+//! each node the producer wrote, and the producer on each recycled block
+//! whose free-list link the consumer wrote (BENCHMARKS.md, "Mailbox").
+//! When the producer runs ahead of the consumer, most nodes miss the cache
+//! entirely and cost a `malloc` and a remote `free` each. crossbeam-channel
+//! avoids all three with slots packed in 31-slot blocks. Here:
 //!
-//! Blocks are type-erased: a node of size up to [`MAX_SIZE`] and alignment up
-//! to [`ALIGN`] takes a block of its size class (sizes rounded up to 16
-//! bytes); larger nodes go straight to the global allocator. Every block is
-//! allocated from and returned to the global allocator with its class's
-//! layout, so blocks of one class are interchangeable. What is cached is
-//! memory only: no value lives in a cached block.
+//! - a thread carves the nodes it allocates one after the other from its
+//!   current slab of the node's size class ([`SLAB`] bytes, 16-byte blocks
+//!   for the smallest class: four nodes per cache line, in the order the
+//!   consumer reads them, which the hardware prefetcher follows);
+//! - a free writes nothing into the block: it counts the block against its
+//!   slab, in a per-thread tally that is settled with the slab's atomic
+//!   count once per run of frees in one slab (nearly once per slab in a
+//!   flood, where a consumer frees in the order nodes were carved);
+//! - the thread that settles a slab's count to zero owns the whole slab
+//!   again, keeps a few for itself, and passes the rest through a global,
+//!   mutex-protected stock: one lock per slab (63 nodes of 16 bytes), not
+//!   per node. The producer's next slab comes from there, its memory not
+//!   read before it is written. A free slab serves any class. (A queue's
+//!   stub takes no block: it is the lane's tail word, and an idle lane
+//!   gives its last node back, so an idle actor pins no slab.)
 //!
-//! Bounds: a thread keeps at most `2 * BATCH` blocks per class, the global
-//! stack at most [`GLOBAL_MAX_BATCHES`] batches per class; past that, blocks
-//! go back to the allocator. A thread's blocks move to the global stack when
-//! it exits. [`trim`] frees the global stack.
+//! A slab is aligned to its size, so a block's slab is its address with the
+//! low bits cleared. Its first 16 bytes hold the count: the blocks not yet
+//! freed, counting those not yet carved. A slab's blocks are reused only
+//! when all of them are free; so one node kept alive (a queued message, or
+//! an idle lane's last node) keeps its slab's memory, at most [`SLAB`]
+//! bytes, from being reused: the price of contiguity (decision record
+//! 0021).
+//!
+//! Blocks are type-erased: a node of size up to [`MAX_SIZE`] and alignment
+//! up to [`ALIGN`] takes a block of its size class (sizes rounded up to 16
+//! bytes); larger nodes go straight to the global allocator. What is cached
+//! is memory only: no value lives in a free block.
+//!
+//! Bounds: a thread keeps at most [`LOCAL_SLABS`] free slabs, the global
+//! stock at most [`GLOBAL_MAX_SLABS`]; past that, slabs go back to the
+//! allocator. A thread's free slabs and tallies move on when it exits.
+//! [`trim_node_cache`] settles the calling thread's tallies and frees its
+//! free slabs and the global stock.
 
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::cell::UnsafeCell;
 use std::ptr;
+// Not loom's: the count lives in raw slab memory that outlives a loom
+// execution (as the memory does), and loom does not model it, as it does
+// not model the memory itself; see `Slab`.
+use std::sync::atomic::{fence, AtomicUsize, Ordering};
 #[cfg(not(loom))]
 use std::sync::Mutex;
 
-/// Blocks moved between a thread and the global stack at a time.
-pub(crate) const BATCH: usize = 64;
+/// Bytes per slab, and its alignment.
+pub(crate) const SLAB: usize = 1024;
 /// Largest node size served by the cache.
 pub(crate) const MAX_SIZE: usize = 128;
 /// Alignment of every block (and the largest node alignment served).
 pub(crate) const ALIGN: usize = 16;
 const CLASSES: usize = MAX_SIZE / ALIGN;
-/// Batches kept per class in the global stack (1 MiB of 128-byte blocks).
+/// Free slabs a thread keeps before passing them on (a free slab serves
+/// any class).
+pub(crate) const LOCAL_SLABS: usize = 8;
+/// Free slabs kept in the global stock (128 KiB).
 #[cfg_attr(loom, allow(dead_code))]
-pub(crate) const GLOBAL_MAX_BATCHES: usize = 128;
+pub(crate) const GLOBAL_MAX_SLABS: usize = 128;
+/// Slabs whose frees a thread tallies before settling the oldest.
+const TALLIES: usize = 4;
 
-/// A free block's first word links it to the next free block.
-struct FreeBlock {
-    next: *mut FreeBlock,
+/// The head of a slab: its count, then (from offset [`ALIGN`]) the blocks.
+struct Slab {
+    /// Blocks of this slab not yet freed, counting the ones not yet carved.
+    /// Set by the thread that starts carving the slab (which owns it then),
+    /// lowered by the threads that free its blocks; the one that brings it
+    /// to zero owns the slab again.
+    live: AtomicUsize,
 }
 
-/// An intrusive list of free blocks of one class.
-struct FreeList {
-    head: *mut FreeBlock,
-    len: usize,
+fn slab_layout() -> Layout {
+    Layout::from_size_align(SLAB, SLAB).expect("the slab layout is valid")
 }
 
-// SAFETY: a list owns its blocks (free memory, no values); moving it to
-// another thread moves that ownership.
-unsafe impl Send for FreeList {}
+/// The slab a block was carved from.
+fn slab_of(block: *mut u8) -> *mut Slab {
+    // A pointer-to-integer cast reads the address only (no int-to-pointer
+    // cast: the result keeps the block's provenance, the slab's allocation).
+    block.wrapping_sub(block as usize & (SLAB - 1)).cast()
+}
 
-impl FreeList {
-    const EMPTY: FreeList = FreeList {
-        head: ptr::null_mut(),
-        len: 0,
-    };
-
-    fn pop(&mut self) -> Option<*mut u8> {
-        if self.head.is_null() {
-            return None;
-        }
-        let block = self.head;
-        // SAFETY: `block` is a free block owned by this list; its first word
-        // was written by `push`.
-        self.head = unsafe { (*block).next };
-        self.len -= 1;
-        Some(block.cast())
-    }
-
-    /// # Safety
-    ///
-    /// `block` is a free block of this list's class, owned by the caller,
-    /// which gives it to the list.
-    unsafe fn push(&mut self, block: *mut u8) {
-        let block = block.cast::<FreeBlock>();
-        // SAFETY: the block is at least 16 bytes, 16-aligned and unused
-        // (caller's contract), so it can hold the link.
-        unsafe { block.write(FreeBlock { next: self.head }) };
-        self.head = block;
-        self.len += 1;
-    }
-
-    /// Splits off up to `n` blocks.
-    fn take(&mut self, n: usize) -> FreeList {
-        let mut out = FreeList::EMPTY;
-        while out.len < n {
-            match self.pop() {
-                // SAFETY: popped from a list of the same class, now ours.
-                Some(b) => unsafe { out.push(b) },
-                None => break,
-            }
-        }
-        out
-    }
-
-    /// Returns every block to the global allocator.
-    fn release(&mut self, class: usize) {
-        while let Some(b) = self.pop() {
-            // SAFETY: every block of this class was allocated with
-            // `class_layout(class)` by `alloc_block`.
-            unsafe { dealloc(b, class_layout(class)) };
-        }
+/// Blocks per slab of a class. Under loom one, so that a freed node's
+/// address comes back on its freeing thread's next allocation, as soon as
+/// it can (the harshest case for the mailbox's marks: decision records 0002
+/// and 0015), and the models stay small.
+fn capacity(class: usize) -> usize {
+    if cfg!(loom) {
+        1
+    } else {
+        (SLAB - ALIGN) / class_size(class)
     }
 }
 
@@ -113,103 +109,350 @@ fn class_of(layout: Layout) -> Option<usize> {
         .then(|| layout.size().max(1).div_ceil(ALIGN) - 1)
 }
 
-fn class_layout(class: usize) -> Layout {
-    Layout::from_size_align((class + 1) * ALIGN, ALIGN).expect("classes are valid layouts")
+fn class_size(class: usize) -> usize {
+    (class + 1) * ALIGN
 }
 
-#[cfg(not(loom))]
-static GLOBAL: [Mutex<Vec<FreeList>>; CLASSES] = [const { Mutex::new(Vec::new()) }; CLASSES];
+/// A fresh slab from the global allocator (its count not yet set).
+fn new_slab() -> *mut Slab {
+    // SAFETY: the slab layout is not zero-sized.
+    let p = unsafe { alloc(slab_layout()) };
+    if p.is_null() {
+        handle_alloc_error(slab_layout());
+    }
+    p.cast()
+}
 
-/// The calling thread's free lists. Only this thread touches them.
+/// # Safety
+///
+/// `slab` came from [`new_slab`], is free (its count is zero or was never
+/// set) and is not used again.
+unsafe fn free_slab(slab: *mut Slab) {
+    // SAFETY: allocated with this layout by `new_slab` (caller's contract).
+    unsafe { dealloc(slab.cast(), slab_layout()) };
+}
+
+/// Lowers `slab`'s count by `n` (blocks freed by this thread); returns
+/// whether that brought it to zero, in which case the caller owns the slab.
+///
+/// # Safety
+///
+/// `slab` is a live slab, and `n` of its blocks were freed and not counted
+/// yet.
+unsafe fn settle(slab: *mut Slab, n: usize) -> bool {
+    // Release: this thread's uses of the blocks (the consumer's reads of
+    // the nodes, and through the queue's Acquire loads the producers'
+    // writes) happen-before the reuse of the slab by whoever brings the
+    // count to zero: the pattern of `Arc`'s drop.
+    // SAFETY: `slab` is live (caller's contract).
+    if unsafe { (*slab).live.fetch_sub(n, Ordering::Release) } == n {
+        // Acquire: pairs with the Release of every earlier settlement, so
+        // all uses of the slab's blocks happen-before our reuse.
+        fence(Ordering::Acquire);
+        true
+    } else {
+        false
+    }
+}
+
+/// The slab a thread carves blocks from, for one class.
+struct Carving {
+    slab: *mut Slab,
+    /// The next block to hand out; `end` when the slab is used up.
+    next: *mut u8,
+    end: *mut u8,
+}
+
+impl Carving {
+    const NONE: Carving = Carving {
+        slab: ptr::null_mut(),
+        next: ptr::null_mut(),
+        end: ptr::null_mut(),
+    };
+
+    /// Starts carving `slab` (free, owned by the caller) for `class`.
+    fn start(slab: *mut Slab, class: usize) -> Carving {
+        let cap = capacity(class);
+        // SAFETY: the caller owns the free slab; nobody else touches it.
+        unsafe {
+            slab.write(Slab {
+                live: AtomicUsize::new(cap),
+            })
+        };
+        // SAFETY: the blocks start at offset ALIGN, and `cap` of them fit
+        // in the slab after it (`capacity`); `end` is one past the last.
+        let (next, end) = unsafe {
+            let next = slab.cast::<u8>().add(ALIGN);
+            (next, next.add(cap * class_size(class)))
+        };
+        Carving { slab, next, end }
+    }
+
+    /// Stops carving: the blocks not carved count as freed. Returns the
+    /// slab if that freed it (the caller owns it then).
+    fn retire(&mut self, class: usize) -> Option<*mut Slab> {
+        let Carving { slab, next, end } = std::mem::replace(self, Carving::NONE);
+        let uncarved = (end as usize - next as usize) / class_size(class);
+        // SAFETY: while blocks are left to carve the count is above zero, so
+        // the slab is live; those blocks were never handed out.
+        (uncarved > 0 && unsafe { settle(slab, uncarved) }).then_some(slab)
+    }
+}
+
+/// Blocks of one slab freed by this thread and not yet counted.
+#[derive(Clone, Copy)]
+struct Tally {
+    slab: *mut Slab,
+    freed: usize,
+    /// The slab's capacity: a tally that reaches it is settled at once.
+    cap: usize,
+}
+
+impl Tally {
+    const NONE: Tally = Tally {
+        slab: ptr::null_mut(),
+        freed: 0,
+        cap: 0,
+    };
+}
+
+/// The calling thread's slabs. Only this thread touches them.
 struct Local {
-    lists: UnsafeCell<[FreeList; CLASSES]>,
+    inner: UnsafeCell<Inner>,
+}
+
+struct Inner {
+    /// The slab being carved per class.
+    carving: [Carving; CLASSES],
+    /// The most recent first.
+    tallies: [Tally; TALLIES],
+    free: [*mut Slab; LOCAL_SLABS],
+    free_len: usize,
+}
+
+impl Inner {
+    const EMPTY: Inner = Inner {
+        carving: [const { Carving::NONE }; CLASSES],
+        tallies: [Tally::NONE; TALLIES],
+        free: [ptr::null_mut(); LOCAL_SLABS],
+        free_len: 0,
+    };
+
+    /// The next block of the current slab, if it has one left: the fast
+    /// path of [`alloc_block`].
+    #[inline(always)]
+    fn carve(&mut self, class: usize) -> Option<*mut u8> {
+        let carving = &mut self.carving[class];
+        if carving.next == carving.end {
+            return None;
+        }
+        let block = carving.next;
+        // SAFETY: `block` is below `end`, so the next block is inside the
+        // slab or `end`.
+        carving.next = unsafe { block.add(class_size(class)) };
+        Some(block)
+    }
+
+    #[inline(never)]
+    fn alloc(&mut self, class: usize) -> *mut u8 {
+        let carving = &mut self.carving[class];
+        if carving.next == carving.end {
+            // Used up (its blocks are counted already) or never started.
+            let slab = self.take_free();
+            self.carving[class] = Carving::start(slab, class);
+        }
+        let carving = &mut self.carving[class];
+        let block = carving.next;
+        // SAFETY: `block` is below `end`, so the next block is inside the
+        // slab or `end`.
+        carving.next = unsafe { block.add(class_size(class)) };
+        block
+    }
+
+    fn take_free(&mut self) -> *mut Slab {
+        if self.free_len > 0 {
+            self.free_len -= 1;
+            return self.free[self.free_len];
+        }
+        take_from_global().unwrap_or_else(new_slab)
+    }
+
+    fn put_free(&mut self, slab: *mut Slab) {
+        if self.free_len < LOCAL_SLABS {
+            self.free[self.free_len] = slab;
+            self.free_len += 1;
+        } else {
+            give_to_global(slab);
+        }
+    }
+
+    /// Counts a freed block in the most recent tally, if that does not
+    /// complete it: the fast path of [`free_block`] (a consumer frees the
+    /// nodes of one producer's slab in a row). One tally only: checking two
+    /// cost the mailbox's `dequeue`, where this is inlined, a register
+    /// saved and restored per call (callgrind, `actor_ping_pong`).
+    #[inline(always)]
+    fn tally(&mut self, slab: *mut Slab) -> bool {
+        let t = &mut self.tallies[0];
+        if t.slab == slab && t.freed + 1 < t.cap {
+            t.freed += 1;
+            return true;
+        }
+        false
+    }
+
+    /// Counts a freed block of `slab` (of `class`).
+    #[inline(never)]
+    fn free(&mut self, slab: *mut Slab, class: usize) {
+        let t = &mut self.tallies;
+        let at = if t[0].slab == slab {
+            0
+        } else if let Some(i) = (1..TALLIES).find(|&i| t[i].slab == slab) {
+            t.swap(0, i);
+            0
+        } else {
+            // A new tally, in the first empty place or the oldest one's.
+            let i = (0..TALLIES)
+                .find(|&i| t[i].slab.is_null())
+                .unwrap_or(TALLIES - 1);
+            let old = std::mem::replace(&mut t[i], Tally::NONE);
+            self.settle_tally(old);
+            let t = &mut self.tallies;
+            t.copy_within(0..i, 1);
+            t[0] = Tally {
+                slab,
+                freed: 0,
+                cap: capacity(class),
+            };
+            0
+        };
+        let t = &mut self.tallies[at];
+        t.freed += 1;
+        if t.freed == t.cap {
+            // This thread freed every block of the slab: it is free.
+            let full = std::mem::replace(t, Tally::NONE);
+            self.settle_tally(full);
+        }
+    }
+
+    fn settle_tally(&mut self, t: Tally) {
+        // SAFETY: a tally names a live slab (its count is at least `freed`
+        // above zero until settled) and counts blocks this thread freed.
+        if t.freed > 0 && unsafe { settle(t.slab, t.freed) } {
+            self.put_free(t.slab);
+        }
+    }
+
+    /// Stops carving, settles every tally: afterwards this thread holds no
+    /// slab but its free ones.
+    fn settle_all(&mut self) {
+        for at in 0..CLASSES {
+            if let Some(slab) = self.carving[at].retire(at % CLASSES) {
+                self.put_free(slab);
+            }
+        }
+        for i in 0..TALLIES {
+            let t = std::mem::replace(&mut self.tallies[i], Tally::NONE);
+            self.settle_tally(t);
+        }
+    }
 }
 
 impl Drop for Local {
     fn drop(&mut self) {
-        for (class, list) in self.lists.get_mut().iter_mut().enumerate() {
-            give_to_global(class, std::mem::replace(list, FreeList::EMPTY));
+        let inner = self.inner.get_mut();
+        inner.settle_all();
+        while inner.free_len > 0 {
+            inner.free_len -= 1;
+            give_to_global(inner.free[inner.free_len]);
         }
     }
 }
 
 #[cfg(not(loom))]
 thread_local! {
-    static LOCAL: Local = const {
-        Local { lists: UnsafeCell::new([const { FreeList::EMPTY }; CLASSES]) }
-    };
+    static LOCAL: Local = const { Local { inner: UnsafeCell::new(Inner::EMPTY) } };
 }
 
-// Under loom the per-thread lists are loom's thread-locals (one set per
-// modelled thread, dropped when that thread ends), so the models run this
-// cache's real code and a freed node's address comes back on the next
-// allocation of the freeing thread, as it does outside loom. What would go
-// to the global stack is retired instead (see `give_to_global`).
+// Under loom the per-thread state is a loom thread-local (one per modelled
+// thread, dropped when that thread ends), so the models run this cache's
+// real code, and a freed node's address comes back on the next allocation
+// of the freeing thread (one block per slab under loom: `capacity`), as it
+// does outside loom once a slab is free. What would go to the global stock
+// is retired instead (see `give_to_global`).
 #[cfg(loom)]
 loom::thread_local! {
-    static LOCAL: Local =
-        Local { lists: UnsafeCell::new([const { FreeList::EMPTY }; CLASSES]) };
+    static LOCAL: Local = Local { inner: UnsafeCell::new(Inner::EMPTY) };
 }
 
-fn give_to_global(class: usize, list: FreeList) {
-    if list.len == 0 {
-        return;
-    }
+/// A free slab in the global stock.
+#[cfg(not(loom))]
+struct FreeSlab(*mut Slab);
+
+// SAFETY: a free slab is plain memory owned by whoever holds it.
+#[cfg(not(loom))]
+unsafe impl Send for FreeSlab {}
+
+#[cfg(not(loom))]
+static GLOBAL: Mutex<Vec<FreeSlab>> = Mutex::new(Vec::new());
+
+fn give_to_global(slab: *mut Slab) {
     #[cfg(loom)]
-    retire(class, list);
+    retire(slab);
     #[cfg(not(loom))]
     {
-        let mut list = list;
-        // A poisoned lock only means a panic elsewhere while holding it; the
-        // Vec of lists is still consistent (pushes and pops are atomic from
-        // the lists' point of view).
-        let mut global = GLOBAL[class].lock().unwrap_or_else(|e| e.into_inner());
-        if global.len() < GLOBAL_MAX_BATCHES {
-            global.push(list);
+        // A poisoned lock only means a panic elsewhere while holding it; a
+        // Vec of pointers is consistent after any push or pop.
+        let mut global = GLOBAL.lock().unwrap_or_else(|e| e.into_inner());
+        if global.len() < GLOBAL_MAX_SLABS {
+            global.push(FreeSlab(slab));
         } else {
             drop(global);
-            list.release(class);
+            // SAFETY: the caller owns the free slab and gives it up.
+            unsafe { free_slab(slab) };
         }
     }
 }
 
 #[cfg(not(loom))]
-fn take_from_global(class: usize) -> Option<FreeList> {
-    GLOBAL[class]
+fn take_from_global() -> Option<*mut Slab> {
+    GLOBAL
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .pop()
+        .map(|s| s.0)
 }
 
 // Under loom a model's allocations may depend only on its schedule: loom
 // replays a schedule's prefix and requires the same path. A process-wide
-// stack breaks that twice over. Tests run on several OS threads at once,
-// and a list pushed by one test's model could be popped by another's (the
+// stock breaks that twice over. Tests run on several OS threads at once,
+// and a slab pushed by one test's model could be popped by another's (the
 // terminate models failed with "Reached unexpected exploration state"
-// when run in parallel); and a list left by an earlier execution, of any
-// length, decides whether a later allocation takes a block from it or one
-// pushed in this execution (which an address held as a mark may equal).
-// So under loom nothing is taken from a global stack: what would go there
-// (a thread's lists when it exits, a list past `2 * BATCH`) is retired
-// into a list of this OS thread's (the test's: loom runs a model's threads
-// on the caller's thread as coroutines), never reused, and freed when that
-// thread exits, after its last model. Nor does a retired block go back to
-// the allocator mid-test: `malloc` handing a freed address back at a mark
-// some modelled thread still holds would depend on the allocator's state,
-// not on the schedule.
+// when run in parallel); and a slab left by an earlier execution decides
+// whether a later allocation takes it or one freed in this execution
+// (which an address held as a mark may equal). So under loom nothing is
+// taken from a global stock: what would go there (a thread's slabs when it
+// exits, a slab past `LOCAL_SLABS`) is retired into a list of this OS
+// thread's (the test's: loom runs a model's threads on the caller's thread
+// as coroutines), never reused, and freed when that thread exits, after
+// its last model. Nor does a retired slab go back to the allocator mid-
+// test: `malloc` handing a freed address back at a mark some modelled
+// thread still holds would depend on the allocator's state, not on the
+// schedule.
 #[cfg(loom)]
-fn take_from_global(_class: usize) -> Option<FreeList> {
+fn take_from_global() -> Option<*mut Slab> {
     None
 }
 
 #[cfg(loom)]
-struct Retired(std::cell::RefCell<Vec<(usize, FreeList)>>);
+struct Retired(std::cell::RefCell<Vec<*mut Slab>>);
 
 #[cfg(loom)]
 impl Drop for Retired {
     fn drop(&mut self) {
-        for (class, mut list) in self.0.get_mut().drain(..) {
-            list.release(class);
+        for slab in self.0.get_mut().drain(..) {
+            // SAFETY: retired slabs are free and owned by this list.
+            unsafe { free_slab(slab) };
         }
     }
 }
@@ -220,12 +463,11 @@ std::thread_local! {
 }
 
 #[cfg(loom)]
-fn retire(class: usize, list: FreeList) {
-    let mut list = Some(list);
-    let _ = RETIRED.try_with(|r| r.0.borrow_mut().extend(list.take().map(|l| (class, l))));
-    if let Some(mut list) = list {
+fn retire(slab: *mut Slab) {
+    if RETIRED.try_with(|r| r.0.borrow_mut().push(slab)).is_err() {
         // The test's thread is exiting: no model runs on it any more.
-        list.release(class);
+        // SAFETY: the caller owns the free slab and gives it up.
+        unsafe { free_slab(slab) };
     }
 }
 
@@ -236,32 +478,35 @@ fn retire(class: usize, list: FreeList) {
 pub(crate) fn alloc_block(layout: Layout) -> *mut u8 {
     let Some(class) = class_of(layout) else {
         // SAFETY: node layouts are never zero-sized (a node holds a pointer).
-        return checked(unsafe { alloc(layout) }, layout);
+        let p = unsafe { alloc(layout) };
+        if p.is_null() {
+            handle_alloc_error(layout);
+        }
+        return p;
     };
-    let cached = LOCAL
+    LOCAL
         .try_with(|local| {
-            // SAFETY: only this thread touches its lists, and no reference
-            // into them outlives this closure.
-            let list = unsafe { &mut (*local.lists.get())[class] };
-            list.pop().or_else(|| {
-                *list = take_from_global(class)?;
-                list.pop()
-            })
+            // SAFETY: only this thread touches its state, and no reference
+            // into it outlives this closure.
+            let inner = unsafe { &mut *local.inner.get() };
+            match inner.carve(class) {
+                Some(block) => block,
+                None => inner.alloc(class),
+            }
         })
-        .ok()
-        .flatten();
-    match cached {
-        Some(block) => block,
-        // SAFETY: class layouts are non-zero-sized.
-        None => checked(unsafe { alloc(class_layout(class)) }, class_layout(class)),
-    }
-}
-
-fn checked(p: *mut u8, layout: Layout) -> *mut u8 {
-    if p.is_null() {
-        handle_alloc_error(layout);
-    }
-    p
+        .unwrap_or_else(|_| {
+            // The thread is exiting and its state is gone: a slab of one
+            // block, which its free hands on like any other.
+            let slab = new_slab();
+            // SAFETY: the new slab is ours; a slab with its count at one
+            // is carved no further.
+            unsafe {
+                slab.write(Slab {
+                    live: AtomicUsize::new(1),
+                });
+                slab.cast::<u8>().add(ALIGN)
+            }
+        })
 }
 
 /// Frees memory obtained from [`alloc_block`] with the same `layout`.
@@ -278,52 +523,48 @@ pub(crate) unsafe fn free_block(block: *mut u8, layout: Layout) {
         unsafe { dealloc(block, layout) };
         return;
     };
-    let cached = LOCAL.try_with(|local| {
-        // SAFETY: only this thread touches its lists (see alloc_block).
-        let list = unsafe { &mut (*local.lists.get())[class] };
-        // SAFETY: the block is free and of this class (caller's contract).
-        unsafe { list.push(block) };
-        if list.len >= 2 * BATCH {
-            give_to_global(class, list.take(BATCH));
+    let slab = slab_of(block);
+    let counted = LOCAL.try_with(|local| {
+        // SAFETY: only this thread touches its state (see alloc_block).
+        let inner = unsafe { &mut *local.inner.get() };
+        if !inner.tally(slab) {
+            inner.free(slab, class);
         }
     });
-    if cached.is_err() {
-        // The thread is exiting and its cache is gone: back to the allocator
-        // (under loom retired instead, see `take_from_global`).
-        let mut list = FreeList::EMPTY;
-        // SAFETY: the block is free and of this class (caller's contract).
-        unsafe { list.push(block) };
-        if cfg!(loom) {
-            give_to_global(class, list);
-        } else {
-            list.release(class);
-        }
+    // SAFETY: the thread is exiting and its state is gone: the block is
+    // counted at once; its slab is live until then (caller's contract: a
+    // block carved from it and not freed).
+    if counted.is_err() && unsafe { settle(slab, 1) } {
+        give_to_global(slab);
     }
 }
 
 /// Frees the node memory cached by the calling thread and in the global
-/// stack (other threads' caches are returned to the global stack when those
-/// threads exit, so call this after joining them). Memory in use is not
-/// affected. Returns how many blocks were freed.
+/// stock: settles the calling thread's counts, stops carving its current
+/// slabs, and frees every slab that is free. Other threads hand theirs to
+/// the global stock when they exit, so call this after joining them; memory
+/// in use is not affected. Returns how many bytes were freed.
 pub fn trim_node_cache() -> usize {
     let mut freed = 0;
     // `try_with`: during thread exit the cache is already gone.
     let _ = LOCAL.try_with(|local| {
-        // SAFETY: only this thread touches its own lists, and no `alloc_block`
-        // or `free_block` of this thread is running (we are not inside one).
-        let lists = unsafe { &mut *local.lists.get() };
-        for (class, list) in lists.iter_mut().enumerate() {
-            freed += list.len;
-            list.release(class);
+        // SAFETY: only this thread touches its own state, and no
+        // `alloc_block` or `free_block` of this thread is running (we are
+        // not inside one).
+        let inner = unsafe { &mut *local.inner.get() };
+        inner.settle_all();
+        while inner.free_len > 0 {
+            inner.free_len -= 1;
+            // SAFETY: a free slab of this thread's, given up.
+            unsafe { free_slab(inner.free[inner.free_len]) };
+            freed += SLAB;
         }
     });
     #[cfg(not(loom))]
-    for (class, global) in GLOBAL.iter().enumerate() {
-        let lists = std::mem::take(&mut *global.lock().unwrap_or_else(|e| e.into_inner()));
-        for mut list in lists {
-            freed += list.len;
-            list.release(class);
-        }
+    for slab in std::mem::take(&mut *GLOBAL.lock().unwrap_or_else(|e| e.into_inner())) {
+        // SAFETY: slabs in the global stock are free and owned by it.
+        unsafe { free_slab(slab.0) };
+        freed += SLAB;
     }
     freed
 }
@@ -334,6 +575,7 @@ mod tests {
 
     #[test]
     fn classes_cover_node_layouts() {
+        let _serial = crate::test_serial();
         assert_eq!(class_of(Layout::new::<[u64; 2]>()), Some(0));
         assert_eq!(class_of(Layout::new::<[u64; 3]>()), Some(1));
         assert_eq!(class_of(Layout::new::<[u8; 128]>()), Some(CLASSES - 1));
@@ -342,20 +584,66 @@ mod tests {
         struct Wide(#[allow(dead_code)] u8);
         assert_eq!(class_of(Layout::new::<Wide>()), None);
         for class in 0..CLASSES {
-            assert_eq!(class_of(class_layout(class)), Some(class));
+            assert_eq!(
+                class_of(Layout::from_size_align(class_size(class), ALIGN).expect("valid")),
+                Some(class)
+            );
+            assert!(capacity(class) >= 7, "a slab holds several blocks");
+            assert!(ALIGN + capacity(class) * class_size(class) <= SLAB);
         }
     }
 
     #[test]
-    fn blocks_are_reused_on_one_thread() {
+    fn blocks_are_carved_in_address_order() {
+        let _serial = crate::test_serial();
+        let layout = Layout::new::<[u64; 2]>();
+        trim_node_cache(); // start a fresh slab
+        let blocks: Vec<*mut u8> = (0..capacity(0)).map(|_| alloc_block(layout)).collect();
+        for pair in blocks.windows(2) {
+            assert_eq!(
+                pair[1] as usize - pair[0] as usize,
+                16,
+                "contiguous, ascending"
+            );
+        }
+        assert_eq!(slab_of(blocks[0]), slab_of(blocks[capacity(0) - 1]));
+        for b in blocks {
+            // SAFETY: from alloc_block with this layout, unused.
+            unsafe { free_block(b, layout) };
+        }
+    }
+
+    #[test]
+    fn a_slab_is_reused_once_every_block_is_freed() {
+        let _serial = crate::test_serial();
         let layout = Layout::new::<[u64; 5]>();
-        let a = alloc_block(layout);
-        // SAFETY: from alloc_block with this layout, unused.
-        unsafe { free_block(a, layout) };
-        let b = alloc_block(layout);
-        assert_eq!(a, b, "the freed block is handed out again");
+        trim_node_cache();
+        let cap = capacity(class_of(layout).expect("cached"));
+        let first: Vec<*mut u8> = (0..cap).map(|_| alloc_block(layout)).collect();
+        // One block still live keeps the slab.
+        for &b in &first[1..] {
+            // SAFETY: from alloc_block with this layout, unused.
+            unsafe { free_block(b, layout) };
+        }
+        let next = alloc_block(layout);
+        assert_ne!(
+            slab_of(next),
+            slab_of(first[0]),
+            "a slab in use is not reused"
+        );
         // SAFETY: as above.
-        unsafe { free_block(b, layout) };
+        unsafe { free_block(first[0], layout) };
+        // The rest of `next`'s slab, then the free one.
+        let rest: Vec<*mut u8> = (1..cap).map(|_| alloc_block(layout)).collect();
+        let again = alloc_block(layout);
+        assert_eq!(
+            again, first[0],
+            "the free slab is carved again, from its start"
+        );
+        for b in rest.into_iter().chain([next, again]) {
+            // SAFETY: as above.
+            unsafe { free_block(b, layout) };
+        }
     }
 
     /// A block handed to another thread in a test.
@@ -364,36 +652,128 @@ mod tests {
     unsafe impl Send for Block {}
 
     #[test]
-    fn blocks_flow_from_a_consumer_thread_to_a_producer_thread() {
+    fn slabs_flow_from_a_consumer_thread_to_a_producer_thread() {
+        let _serial = crate::test_serial();
         let layout = Layout::new::<[u64; 7]>();
-        let n = 4 * BATCH;
-        // Allocate here, free on another thread: its cache overflows into
-        // the global stack, from which this thread then allocates again.
+        let n = 4 * capacity(class_of(layout).expect("cached"));
+        trim_node_cache();
+        // Allocate here, free on another thread: it settles the slabs, keeps
+        // a few and hands the rest to the global stock when it exits; this
+        // thread then carves them again.
         let blocks: Vec<Block> = (0..n).map(|_| Block(alloc_block(layout))).collect();
-        let addresses: Vec<*mut u8> = blocks.iter().map(|b| b.0).collect();
+        let slabs: Vec<*mut Slab> = blocks.iter().map(|b| slab_of(b.0)).collect();
+        // This thread stops carving its last slab, so it can be freed too.
+        trim_node_cache();
         std::thread::spawn(move || {
             for b in blocks {
-                // SAFETY: from alloc_block with this layout, unused.
-                unsafe { free_block(b.0, layout) };
+                // SAFETY: from alloc_block with this layout, unused; written
+                // here so that a race with the reuse below would show (Miri).
+                unsafe {
+                    b.0.write(1);
+                    free_block(b.0, layout)
+                };
             }
         })
         .join()
         .expect("freeing thread panicked");
         let again: Vec<*mut u8> = (0..n).map(|_| alloc_block(layout)).collect();
-        let reused = again.iter().filter(|b| addresses.contains(b)).count();
+        let reused = again
+            .iter()
+            .filter(|b| slabs.contains(&slab_of(**b)))
+            .count();
+        let cap = n / 4;
         assert!(
-            reused >= BATCH,
-            "blocks came back through the global stack: {reused}"
+            reused >= cap,
+            "at least one slab came back through the global stock: {reused}"
         );
         for b in again {
             // SAFETY: as above.
-            unsafe { free_block(b, layout) };
+            unsafe {
+                b.write(2);
+                free_block(b, layout)
+            };
         }
+        assert!(trim_node_cache() >= SLAB);
+    }
+
+    /// A slab's address, handed to another thread in a test.
+    #[derive(Clone, Copy)]
+    struct FreeSlabAddr(*mut Slab);
+    // SAFETY: only compared.
+    unsafe impl Send for FreeSlabAddr {}
+
+    /// Settles this thread's tallies and stops its carving, keeping the
+    /// slabs that become free (where `trim_node_cache` would free them).
+    fn settle_here() {
+        // SAFETY: only this thread touches its state; no alloc or free of
+        // this thread is running.
+        LOCAL.with(|l| unsafe { (*l.inner.get()).settle_all() });
+    }
+
+    /// Two threads free the two halves of one slab; the one whose count
+    /// brings it to zero carves it again at once. Its writes into the
+    /// reused blocks must come after the other thread's last use of them:
+    /// the count's Release/Acquire orders them, nothing else does (the
+    /// other thread signals only with a Relaxed flag). Miri's data-race
+    /// detector checks it (`cargo +nightly miri test -p proscenium-mailbox`).
+    #[test]
+    fn a_slab_freed_by_two_threads_is_reused_only_after_both() {
+        let _serial = crate::test_serial();
+        use std::sync::atomic::AtomicBool;
+        let layout = Layout::new::<[u64; 2]>();
+        let cap = capacity(0);
         trim_node_cache();
+        let blocks: Vec<Block> = (0..cap).map(|_| Block(alloc_block(layout))).collect();
+        let slab = FreeSlabAddr(slab_of(blocks[0].0));
+        // This thread stops carving that slab (all of it is carved).
+        settle_here();
+        let mut blocks = blocks;
+        let second: Vec<Block> = blocks.split_off(cap / 2);
+        let first = blocks;
+        let first_done = std::sync::Arc::new(AtomicBool::new(false));
+        let signal = std::sync::Arc::clone(&first_done);
+        let a = std::thread::spawn(move || {
+            for b in first {
+                // SAFETY: from alloc_block with this layout, unused.
+                unsafe {
+                    b.0.cast::<u64>().write(1);
+                    free_block(b.0, layout);
+                }
+            }
+            settle_here();
+            // Relaxed: creates no happens-before on purpose.
+            signal.store(true, Ordering::Relaxed);
+        });
+        let b = std::thread::spawn(move || {
+            // Relaxed: see above.
+            while !first_done.load(Ordering::Relaxed) {
+                std::thread::yield_now();
+            }
+            for b in second {
+                // SAFETY: as above.
+                unsafe { free_block(b.0, layout) };
+            }
+            // This settlement brings the count to zero: the slab is ours.
+            settle_here();
+            let again: Vec<Block> = (0..cap).map(|_| Block(alloc_block(layout))).collect();
+            assert_eq!(slab_of(again[0].0), { slab }.0, "the slab is carved again");
+            for b in &again {
+                // SAFETY: fresh blocks of ours.
+                unsafe { b.0.cast::<u64>().write(2) };
+            }
+            again
+        });
+        a.join().expect("first thread panicked");
+        let again = b.join().expect("second thread panicked");
+        for b in again {
+            // SAFETY: from alloc_block with this layout, unused.
+            unsafe { free_block(b.0, layout) };
+        }
     }
 
     #[test]
     fn large_or_overaligned_layouts_bypass_the_cache() {
+        let _serial = crate::test_serial();
         let layout = Layout::from_size_align(512, 8).expect("valid");
         let p = alloc_block(layout);
         // SAFETY: from alloc_block with this layout, unused.

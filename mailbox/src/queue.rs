@@ -544,6 +544,7 @@ mod tests {
 
     #[test]
     fn fifo_single_thread() {
+        let _serial = crate::test_serial();
         let q = MpscQueue::new();
         // SAFETY: this test is the only consumer.
         unsafe {
@@ -563,6 +564,7 @@ mod tests {
 
     #[test]
     fn mark_sees_later_pushes() {
+        let _serial = crate::test_serial();
         let q = MpscQueue::new();
         // SAFETY: this test is the only consumer.
         let m = unsafe { q.mark() };
@@ -582,6 +584,7 @@ mod tests {
     /// then link into the stub.
     #[test]
     fn recycle_puts_the_stub_back_only_when_empty() {
+        let _serial = crate::test_serial();
         let q = MpscQueue::new();
         // SAFETY: this test is the only consumer.
         unsafe {
@@ -617,6 +620,7 @@ mod tests {
 
     #[test]
     fn drop_frees_every_queued_value_once() {
+        let _serial = crate::test_serial();
         let drops = Arc::new(StdAtomicUsize::new(0));
         let q = MpscQueue::new();
         for _ in 0..5 {
@@ -657,6 +661,7 @@ mod tests {
 
     #[test]
     fn producers_fifo_no_loss_no_duplication() {
+        let _serial = crate::test_serial();
         let producers = 3;
         let per = if cfg!(miri) { 50 } else { 100_000 };
         let q = Arc::new(MpscQueue::new());

@@ -9,6 +9,7 @@ type Mb = Mailbox<&'static str, u32>;
 
 #[test]
 fn first_sender_wins_the_run_then_the_rest_do_not() {
+    let _serial = crate::test_serial();
     let mb = Mb::new();
     assert_eq!(mb.enqueue_user(1), Ok(Enqueued::MustSchedule));
     assert_eq!(mb.enqueue_user(2), Ok(Enqueued::AlreadyScheduled));
@@ -18,6 +19,7 @@ fn first_sender_wins_the_run_then_the_rest_do_not() {
 
 #[test]
 fn system_lane_is_served_before_user_lane() {
+    let _serial = crate::test_serial();
     let mb = Mb::new();
     let _ = mb.enqueue_user(1);
     let _ = mb.enqueue_user(2);
@@ -38,6 +40,7 @@ fn system_lane_is_served_before_user_lane() {
 
 #[test]
 fn suspended_mailbox_serves_system_lane_only_and_nests() {
+    let _serial = crate::test_serial();
     let mb = Mb::new();
     let _ = mb.enqueue_user(1);
     // SAFETY: we hold the run from the enqueue above.
@@ -70,6 +73,7 @@ fn suspended_mailbox_serves_system_lane_only_and_nests() {
 
 #[test]
 fn resume_all_lifts_nested_suspensions_at_once() {
+    let _serial = crate::test_serial();
     let mb = Mb::new();
     let _ = mb.enqueue_user(1);
     // SAFETY: we hold the run from the enqueue above.
@@ -87,6 +91,7 @@ fn resume_all_lifts_nested_suspensions_at_once() {
 
 #[test]
 fn release_reports_messages_that_arrived_during_the_run() {
+    let _serial = crate::test_serial();
     let mb = Mb::new();
     let _ = mb.enqueue_user(1);
     // SAFETY: we hold the run.
@@ -107,6 +112,7 @@ fn release_reports_messages_that_arrived_during_the_run() {
 
 #[test]
 fn closed_mailbox_refuses_and_hands_out_what_was_queued() {
+    let _serial = crate::test_serial();
     let mb = Mb::new();
     let _ = mb.enqueue_user(1);
     let _ = mb.enqueue_system("sys");
@@ -128,6 +134,7 @@ fn closed_mailbox_refuses_and_hands_out_what_was_queued() {
 
 #[test]
 fn bounded_user_lane_hands_back_the_message_when_full() {
+    let _serial = crate::test_serial();
     assert_eq!(Mb::bounded(0).err(), Some(ZeroCapacityError));
     let mb = Mb::bounded(2).expect("non-zero capacity");
     assert_eq!(mb.capacity(), Some(2));
@@ -152,6 +159,7 @@ fn bounded_user_lane_hands_back_the_message_when_full() {
 
 #[test]
 fn errors_display_lowercase_and_debug_without_payload_debug() {
+    let _serial = crate::test_serial();
     struct Opaque;
     let e: TrySendError<Opaque> = TrySendError::Full(Opaque);
     assert_eq!(e.to_string(), "sending on a full mailbox");
@@ -175,6 +183,7 @@ impl Drop for Counted {
 
 #[test]
 fn dropping_a_mailbox_drops_every_payload_once() {
+    let _serial = crate::test_serial();
     let drops = Arc::new(StdAtomicUsize::new(0));
     let mb: Mailbox<Counted, Counted> = Mailbox::new();
     for _ in 0..3 {
@@ -193,6 +202,7 @@ fn dropping_a_mailbox_drops_every_payload_once() {
 
 #[test]
 fn threads_exchange_through_the_run_protocol() {
+    let _serial = crate::test_serial();
     // A small multi-threaded run, sized for Miri; the big ones are in tests/.
     let per = if cfg!(miri) { 20 } else { 10_000 };
     let mb: Arc<Mailbox<(), (usize, usize)>> = Arc::new(Mailbox::new());
@@ -246,6 +256,7 @@ fn threads_exchange_through_the_run_protocol() {
 /// 0020).
 #[test]
 fn mailbox_fits_in_48_bytes_without_forcing_alignment() {
+    let _serial = crate::test_serial();
     assert!(
         std::mem::size_of::<Mb>() <= 48,
         "{}",
@@ -257,6 +268,7 @@ fn mailbox_fits_in_48_bytes_without_forcing_alignment() {
 /// Capacities beyond what 32 bits count are unbounded; the rest are kept.
 #[test]
 fn huge_capacities_are_unbounded() {
+    let _serial = crate::test_serial();
     let mb = Mb::bounded(usize::MAX).expect("not zero");
     assert_eq!(mb.capacity(), None);
     assert_eq!(mb.user_len(), None);
@@ -272,6 +284,7 @@ fn huge_capacities_are_unbounded() {
 /// disturbing the count.
 #[test]
 fn suspensions_and_close_share_the_holder_word() {
+    let _serial = crate::test_serial();
     let mb = Mb::new();
     let _ = mb.enqueue_user(1);
     // SAFETY: the enqueue won the run; this thread holds it.
@@ -299,6 +312,7 @@ fn suspensions_and_close_share_the_holder_word() {
 /// a lane that is not empty keeps its node.
 #[test]
 fn release_leaves_an_idle_mailbox_at_its_stubs() {
+    let _serial = crate::test_serial();
     let fresh = Mb::new();
     // SAFETY: nobody runs `fresh`; its marks are read only to compare.
     let (sys_stub, user_stub) = unsafe { (fresh.holder.system.mark(), fresh.holder.user.mark()) };
