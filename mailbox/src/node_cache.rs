@@ -52,7 +52,7 @@ use std::ptr;
 // Not loom's: the count lives in raw slab memory that outlives a loom
 // execution (as the memory does), and loom does not model it, as it does
 // not model the memory itself; see `Slab`.
-use std::sync::atomic::{fence, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 #[cfg(not(loom))]
 use std::sync::Mutex;
 
@@ -146,9 +146,15 @@ unsafe fn settle(slab: *mut Slab, n: usize) -> bool {
     // count to zero: the pattern of `Arc`'s drop.
     // SAFETY: `slab` is live (caller's contract).
     if unsafe { (*slab).live.fetch_sub(n, Ordering::Release) } == n {
-        // Acquire: pairs with the Release of every earlier settlement, so
-        // all uses of the slab's blocks happen-before our reuse.
-        fence(Ordering::Acquire);
+        // Acquire: reads the zero our own fetch_sub wrote, the last of a
+        // release sequence of RMWs, so it pairs with the Release of every
+        // earlier settlement: all uses of the slab's blocks happen-before
+        // our reuse. A load, not `fence(Acquire)` as `Arc` has outside
+        // sanitizers: ThreadSanitizer does not model stand-alone fences and
+        // reported the reuse as a race (tests/node_slabs.rs); the load costs
+        // one read of a line we just wrote, once per slab.
+        // SAFETY: we brought the count to zero, so we own the live slab.
+        unsafe { (*slab).live.load(Ordering::Acquire) };
         true
     } else {
         false
