@@ -16,17 +16,13 @@ use proscenium_scheduler::TimerHandle;
 
 #[cfg(loom)]
 use crate::sync::ModelTimer as TimerHandle;
-use crate::sync::{Arc, AtomicU8, Condvar, Mutex, MutexGuard, Ordering};
+use crate::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 /// A value that is set once (the first `complete` wins) and then taken or
 /// cloned by its waiters.
 pub struct Slot<T> {
     state: Mutex<State<T>>,
     ready: Condvar,
-    /// 1 once completed: a hint that a waiter spins on (without the lock)
-    /// before it blocks (see `spin_for_completion`). Only a hint: the value
-    /// is always taken under the lock.
-    done: AtomicU8,
 }
 
 struct State<T> {
@@ -53,7 +49,6 @@ impl<T> Slot<T> {
                 timer: None,
             }),
             ready: Condvar::new(),
-            done: AtomicU8::new(0),
         }
     }
 
@@ -70,9 +65,6 @@ impl<T> Slot<T> {
         }
         state.completed = true;
         state.value = Some(value);
-        // Relaxed: a hint for `spin_for_completion`; the value itself is
-        // handed over by the lock.
-        self.done.store(1, Ordering::Relaxed);
         let wakers = std::mem::take(&mut state.wakers);
         let timer = state.timer.take();
         // Read under the lock: a thread that blocks later sees `completed`
@@ -156,7 +148,9 @@ impl<T> Slot<T> {
     /// Blocks this thread until the value is set (and takes it) or
     /// `deadline` passes (`None`).
     pub fn wait_take_until(&self, deadline: Option<Instant>) -> Option<T> {
-        self.spin_for_completion();
+        // No spin before blocking: a waiter that spins or yields takes the
+        // core from the worker that would run the reply (2 cores, a pinned
+        // worker on each): decision 0019, section 3.
         let mut state = self.lock();
         loop {
             if let Some(v) = state.value.take() {
@@ -164,40 +158,6 @@ impl<T> Slot<T> {
             }
             assert!(!state.completed, "a slot's value was taken twice");
             state = self.block(state, deadline)?;
-        }
-    }
-
-    /// Waits a little for a completion before the caller blocks: spins
-    /// (1, 2, 4 ... 64 spin-loop hints, 127 in all), then gives the core
-    /// away (`yield_now`) up to four times, checking the `done` hint in
-    /// between; returns when it is set or the budget is spent (the shape
-    /// of crossbeam's `Backoff::snooze`). A sequential ask from a plain
-    /// thread is answered within a few microseconds when the worker is
-    /// awake; blocking on the condvar then costs the asker a futex wait
-    /// and the replier a futex wake (a syscall each, and the asker's
-    /// wake-up latency), which this spares. The yields, rather than a
-    /// longer spin, keep the wait polite on a busy machine: the replier
-    /// may be waiting for this very core. Nothing here is needed for
-    /// correctness (the caller looks under the lock afterwards), so loom
-    /// builds skip it.
-    fn spin_for_completion(&self) {
-        #[cfg(not(loom))]
-        {
-            const SPIN_STEPS: u32 = 6;
-            const YIELD_STEPS: u32 = 10;
-            for step in 0..=YIELD_STEPS {
-                // Relaxed: a hint (see `done`).
-                if self.done.load(Ordering::Relaxed) != 0 {
-                    return;
-                }
-                if step <= SPIN_STEPS {
-                    for _ in 0..1u32 << step {
-                        std::hint::spin_loop();
-                    }
-                } else {
-                    std::thread::yield_now();
-                }
-            }
         }
     }
 
