@@ -193,11 +193,11 @@ impl<T> Head<T> {
             tail.tail.store(tagged(node), Ordering::Release);
             return;
         }
-        // SAFETY: `prev` is alive: the consumer frees a node only after it has
-        // moved `tail` past it, which requires `prev.next` to be non-null,
-        // and only this producer makes it so, right here; or in `recycle`,
-        // whose compare-and-swap from `prev` fails once we have swapped it
-        // out of `head`.
+        // The consumer frees a node only after it has moved `tail` past it,
+        // which requires `prev.next` to be non-null, and only this producer
+        // makes it so, right here; or in `recycle`, whose compare-and-swap
+        // from `prev` fails once we have swapped it out of `head`.
+        // SAFETY: so `prev` is alive for the store below.
         unsafe {
             // Release: pairs with the consumer's Acquire load of `next` in
             // `pop`, making `node.value` visible before the consumer reads it.
@@ -259,11 +259,12 @@ impl<T> Tail<T> {
         }
         // Relaxed: only the consumer writes `tail` while it holds a node.
         self.tail.store(next, Ordering::Relaxed);
-        // SAFETY: `next`'s value is initialised and visible (we acquired its
-        // link store); it is read once: only the node after `tail` holds a
-        // value, and `tail` now points at `next`. The old tail is unreachable
-        // now: `head` moved past it (its `next` is set) and `tail` no longer
-        // points at it. Its value was already taken.
+        // `next`'s value is initialised and visible (we acquired its link
+        // store) and read once: only the node after `tail` holds a value,
+        // and `tail` now points at `next`. The old tail is unreachable now:
+        // `head` moved past it (its `next` is set) and `tail` no longer
+        // points at it; its value was already taken.
+        // SAFETY: so taking `next`'s value and freeing the old tail are sound.
         unsafe {
             let value = Node::take(next);
             Node::free(tail);

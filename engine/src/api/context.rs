@@ -114,11 +114,12 @@ impl<A: Actor> Context<A> {
     /// reference that `cell` borrows), and `leave` is called before the
     /// context is used outside this run.
     pub(crate) unsafe fn enter(&mut self, cell: &Arc<ActorCell<A>>) {
+        // The `Arc` made here owns no count (it is never dropped:
+        // `ManuallyDrop`, and `leave` forgets it), so the count stays the
+        // caller's, which outlives it (our contract). The pattern of std's
+        // `Wake` for `wake_by_ref`.
         // SAFETY: the pointer comes from a live `Arc` (`as_ptr`), as
-        // `from_raw` requires; the `Arc` made here owns no count (it is
-        // never dropped: `ManuallyDrop`, and `leave` forgets it), so the
-        // count stays the caller's, which outlives it (our contract). The
-        // pattern of std's `Wake` for `wake_by_ref`.
+        // `from_raw` requires; the count is the caller's (above).
         self.cell = Some(ManuallyDrop::new(unsafe {
             Arc::from_raw(Arc::as_ptr(cell))
         }));
