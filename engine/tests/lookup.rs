@@ -77,3 +77,31 @@ fn lookup_of_a_stopped_actor_is_none() {
     drop((a, b));
     shutdown(system);
 }
+
+/// Anonymous actors are found by their generated names (`$` and the uid in
+/// base 26), which the children table resolves through the uid: a name that
+/// only decodes to a live child's uid (a leading `a` digit) is not it.
+#[test]
+fn lookup_finds_anonymous_actors_by_their_generated_names() {
+    let system = system();
+    let anon: Vec<ActorRef<u8>> = (0..30)
+        .map(|_| system.spawn_anonymous(Props::new(|| Leaf)).expect("spawn"))
+        .collect();
+    let named = system.spawn(Props::new(|| Leaf), "named").expect("spawn");
+    for a in &anon {
+        let path = format!("/user/{}", a.name());
+        assert_eq!(system.lookup(&path), Some(a.id()), "{path}");
+        // `$ab` decodes to the same uid as `$b`, but is not its name.
+        let padded = format!("/user/$a{}", &a.name()[1..]);
+        assert_eq!(system.lookup(&padded), None, "{padded}");
+    }
+    assert_eq!(system.lookup("/user/named"), Some(named.id()));
+    for path in ["/user/$", "/user/$A", "/user/$zzzzzzzzzzzzzzzzzzzz"] {
+        assert_eq!(system.lookup(path), None, "{path:?}");
+    }
+    let first = anon[0].clone();
+    assert!(first.graceful_stop(PATIENCE).wait());
+    assert_eq!(system.lookup(&format!("/user/{}", first.name())), None);
+    drop((anon, named, first));
+    shutdown(system);
+}

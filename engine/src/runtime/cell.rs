@@ -14,7 +14,7 @@
 use std::any::TypeId;
 use std::borrow::Borrow;
 use std::cell::{RefCell, UnsafeCell};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasher, DefaultHasher, Hash, Hasher, RandomState};
 use std::marker::PhantomData;
 use std::ops::Deref;
@@ -322,7 +322,18 @@ impl Name {
         }
         at -= 1;
         digits[at] = b'$';
-        Name::from(std::str::from_utf8(&digits[at..]).expect("ascii"))
+        let name = &digits[at..];
+        if name.len() <= INLINE_NAME {
+            // The common case (every uid below 26^13), without `from`'s
+            // UTF-8 check: `$` and the letters are ASCII.
+            let mut bytes = [0; INLINE_NAME];
+            bytes[..name.len()].copy_from_slice(name);
+            return Name::Inline {
+                len: name.len() as u8,
+                bytes,
+            };
+        }
+        Name::from(std::str::from_utf8(name).expect("ascii"))
     }
 }
 
@@ -350,8 +361,9 @@ impl Deref for Name {
             Name::Inline { len, bytes } => {
                 let bytes = &bytes[..usize::from(*len)];
                 // SAFETY: `from` copied these `len` bytes from a `&str` of
-                // exactly that length, and nothing writes them afterwards:
-                // they are valid UTF-8.
+                // exactly that length, or `anonymous` wrote them as `$` and
+                // letters `a` to `z` (ASCII), and nothing writes them
+                // afterwards: they are valid UTF-8.
                 unsafe { std::str::from_utf8_unchecked(bytes) }
             }
             Name::Heap(name) => name,
@@ -412,34 +424,120 @@ impl Drop for Children {
 
 #[derive(Default)]
 struct ChildTable {
-    /// Keyed by the child's id, hashed and compared by the child's name, so
-    /// the name is not stored a second time (one 32-byte entry per child).
-    map: HashMap<ChildKey, ChildState, ProcessKeyed>,
+    /// Every child, keyed by its uid: one multiply hashes it (uids come
+    /// from the system's counter, never from outside input, so no hash
+    /// flooding is possible) and the key is read without touching the
+    /// child's cell. One 16-byte entry per child.
+    by_uid: HashMap<ByUid, ChildState, UidHash>,
+    /// The children with a given name, keyed by it (hashed with SipHash:
+    /// names may come from outside input). Generated names (`$` and the
+    /// uid) are not here: they are found through `by_uid`, so an anonymous
+    /// child costs no SipHash and no second entry.
+    by_name: HashSet<ByName, ProcessKeyed>,
 }
 
-/// A child's id as its parent's table key: equal, and hashed, as its name
-/// (which never changes), so the table is looked up by `&str`.
-struct ChildKey(ActorId);
+/// A child's id as the key of [`ChildTable::by_uid`]: equal, and hashed,
+/// as its uid (which never changes), so the table is looked up by `&u64`.
+struct ByUid(ActorId);
 
-impl PartialEq for ChildKey {
-    fn eq(&self, other: &ChildKey) -> bool {
+impl PartialEq for ByUid {
+    fn eq(&self, other: &ByUid) -> bool {
+        self.0.uid() == other.0.uid()
+    }
+}
+
+impl Eq for ByUid {}
+
+impl Hash for ByUid {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        // As `u64` hashes: `Borrow<u64>` requires the same hash.
+        self.0.uid().hash(state);
+    }
+}
+
+impl Borrow<u64> for ByUid {
+    fn borrow(&self) -> &u64 {
+        &self.0.core().uid
+    }
+}
+
+/// A named child's id as the key of [`ChildTable::by_name`]: equal, and
+/// hashed, as its name (which never changes), so the name is not stored a
+/// second time and the set is looked up by `&str`.
+struct ByName(ActorId);
+
+impl PartialEq for ByName {
+    fn eq(&self, other: &ByName) -> bool {
         self.0.name() == other.0.name()
     }
 }
 
-impl Eq for ChildKey {}
+impl Eq for ByName {}
 
-impl Hash for ChildKey {
+impl Hash for ByName {
     fn hash<H: Hasher>(&self, state: &mut H) {
         // As `str` hashes: `Borrow<str>` requires the same hash.
         self.0.name().hash(state);
     }
 }
 
-impl Borrow<str> for ChildKey {
+impl Borrow<str> for ByName {
     fn borrow(&self) -> &str {
         self.0.name()
     }
+}
+
+/// Hashes a uid with one multiply by 2^64 / φ (Fibonacci hashing): the
+/// high bits, which hashbrown's control bytes use, are spread even for
+/// consecutive uids, and the low bits, which pick the bucket, map
+/// consecutive uids to distinct buckets. Only for keys the engine makes.
+#[derive(Clone, Copy, Default)]
+struct UidHash;
+
+impl BuildHasher for UidHash {
+    type Hasher = UidHasher;
+
+    fn build_hasher(&self) -> UidHasher {
+        UidHasher(0)
+    }
+}
+
+#[derive(Default)]
+struct UidHasher(u64);
+
+/// 2^64 / φ, odd.
+const FIBONACCI: u64 = 0x9e37_79b9_7f4a_7c15;
+
+impl Hasher for UidHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        // Not reached: the table hashes `u64`s only (`write_u64`).
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(FIBONACCI);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// The uid a generated name (`$` and the uid in base 26, see
+/// [`Name::anonymous`]) stands for, or `None` for any other name. Several
+/// strings decode to one uid (`$ab` and `$b`), so the caller compares the
+/// name of the child it finds.
+fn generated_uid(name: &str) -> Option<u64> {
+    let digits = name.strip_prefix('$')?;
+    if digits.is_empty() {
+        return None;
+    }
+    digits.bytes().try_fold(0u64, |n, d| {
+        let digit = d.checked_sub(b'a').filter(|&d| d < 26)?;
+        n.checked_mul(26)?.checked_add(u64::from(digit))
+    })
 }
 
 /// SipHash keyed once per process: as DoS-resistant as the standard
@@ -567,61 +665,73 @@ impl Children {
 
     /// The state of `id`, if it is (still) a child.
     pub(crate) fn get(&self, id: &ActorId) -> Option<&ChildState> {
-        let (key, state) = self.table()?.map.get_key_value(id.name())?;
-        (key.0 == *id).then_some(state)
+        self.table()?.by_uid.get(&id.uid())
     }
 
     pub(crate) fn get_mut(&mut self, id: &ActorId) -> Option<&mut ChildState> {
-        let map = &mut self.table_mut()?.map;
-        // The key's id is compared first: a child of the same name that has
-        // replaced a terminated one is not `id`.
-        if map.get_key_value(id.name())?.0 .0 != *id {
-            return None;
-        }
-        map.get_mut(id.name())
+        self.table_mut()?.by_uid.get_mut(&id.uid())
     }
 
     /// The child named `name` (possibly terminated, until its parent has
     /// handled the notice of its death).
     pub(crate) fn by_name(&self, name: &str) -> Option<&ActorId> {
-        Some(&self.table()?.map.get_key_value(name)?.0 .0)
+        let table = self.table()?;
+        match generated_uid(name) {
+            Some(uid) => {
+                let (key, _) = table.by_uid.get_key_value(&uid)?;
+                (key.0.name() == name).then_some(&key.0)
+            }
+            None => Some(&table.by_name.get(name)?.0),
+        }
     }
 
     /// Adds `id`, replacing a (terminated) child of the same name.
     pub(crate) fn insert(&mut self, id: ActorId) {
-        let map = &mut self.table_or_insert().map;
-        // `insert` would keep the old key (the old child's id): remove it.
-        map.remove(id.name());
-        map.insert(ChildKey(id), ChildState::default());
+        let table = self.table_or_insert();
+        if generated_uid(id.name()).is_none() {
+            // A given name: the child that had it (terminated, its death
+            // not yet handled) is replaced, so its late notice matches no
+            // child.
+            if let Some(old) = table.by_name.replace(ByName(id.clone())) {
+                table.by_uid.remove(&old.0.uid());
+            }
+        }
+        table.by_uid.insert(ByUid(id), ChildState::default());
     }
 
     /// Removes `id` if it is (still) a child; returns whether it was.
     pub(crate) fn remove(&mut self, id: &ActorId) -> bool {
-        if self.get(id).is_none() {
+        let Some(table) = self.table_mut() else {
+            return false;
+        };
+        if table.by_uid.remove(&id.uid()).is_none() {
             return false;
         }
-        if let Some(table) = self.table_mut() {
-            table.map.remove(id.name());
+        if generated_uid(id.name()).is_none() {
+            // Its name's entry is its own: a successor of the same name
+            // would have removed this child from `by_uid` already.
+            let removed = table.by_name.remove(id.name());
+            debug_assert!(removed, "a named child is in both maps");
         }
         true
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.table().map_or(true, |t| t.map.is_empty())
+        self.table().map_or(true, |t| t.by_uid.is_empty())
     }
 
     /// Every child with its state.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&ActorId, &ChildState)> {
         self.table()
             .into_iter()
-            .flat_map(|t| t.map.iter().map(|(k, s)| (&k.0, s)))
+            .flat_map(|t| t.by_uid.iter().map(|(k, s)| (&k.0, s)))
     }
 
     /// Every child with its state, mutably.
     pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = (&ActorId, &mut ChildState)> {
         self.table_mut()
             .into_iter()
-            .flat_map(|t| t.map.iter_mut().map(|(k, s)| (&k.0, s)))
+            .flat_map(|t| t.by_uid.iter_mut().map(|(k, s)| (&k.0, s)))
     }
 
     /// Every child's id.
@@ -948,5 +1058,20 @@ mod tests {
             assert_eq!(&*Name::anonymous(uid), name);
         }
         assert_eq!(Name::anonymous(u64::MAX).len(), 15);
+    }
+
+    /// A generated name decodes to the uid it was made from, and nothing
+    /// else decodes (given names may not start with `$`).
+    #[test]
+    fn generated_names_decode_to_their_uids() {
+        use super::{generated_uid, Name};
+        for uid in [0, 1, 25, 26, 27, 675, 676, 1 << 40, u64::MAX - 1, u64::MAX] {
+            assert_eq!(generated_uid(&Name::anonymous(uid)), Some(uid), "{uid}");
+        }
+        for name in ["", "$", "a", "b", "$B", "$a$", "$é", "$zzzzzzzzzzzzzz"] {
+            assert_eq!(generated_uid(name), None, "{name:?}");
+        }
+        // A leading zero digit decodes too; the table compares the name.
+        assert_eq!(generated_uid("$ab"), Some(1));
     }
 }
