@@ -7,9 +7,13 @@
 //!   same consumer loop for every implementation.
 //!
 //! `proscenium-mailbox` is the full mailbox (user lane, run-state flip,
-//! dequeue with the system-lane check); `proscenium-queue` the bare Vyukov
-//! queue under it; `box-alloc-free` what allocating and freeing one node
-//! costs by itself (the question of a node pool).
+//! dequeue with the system-lane check) laid out as in an actor's cell: 64
+//! bytes of the owner's words (the cell's core) between the senders' words
+//! and the run holder's (`Mailbox::with_middle`); `proscenium-mailbox-bare`
+//! the same mailbox with nothing between them (flood only: it shows what
+//! the layout is worth); `proscenium-queue` the bare Vyukov queue under it;
+//! `box-alloc-free` what allocating and freeing one node costs by itself
+//! (the question of a node pool).
 //!
 //! Run: `cargo bench -p proscenium-benches --bench mailbox`
 //! (add `-- --quick` for a fast look).
@@ -36,12 +40,28 @@ trait Channel: Send + Sync + 'static {
     fn recv(&self) -> Option<u64>;
 }
 
-struct MailboxChannel(Mailbox<(), u64>);
+/// What the mailbox holds between its halves, and the contender's name.
+trait Middle: Default + Send + Sync + 'static {
+    const NAME: &'static str;
+}
 
-impl Channel for MailboxChannel {
+/// The size of an actor cell's core, which the engine stores there.
+type CoreSized = [u64; 8];
+
+impl Middle for CoreSized {
     const NAME: &'static str = "proscenium-mailbox";
+}
+
+impl Middle for () {
+    const NAME: &'static str = "proscenium-mailbox-bare";
+}
+
+struct MailboxChannel<X: Middle>(Mailbox<(), u64, X>);
+
+impl<X: Middle> Channel for MailboxChannel<X> {
+    const NAME: &'static str = X::NAME;
     fn new() -> Self {
-        let mb = Mailbox::new();
+        let mb = Mailbox::with_middle(None, X::default()).expect("unbounded");
         // The benchmark's consumer holds the run for the whole measurement,
         // as a worker running a flooded actor does; senders therefore all see
         // AlreadyScheduled after this first claim.
@@ -232,14 +252,15 @@ fn release_cycle(c: &mut Criterion) {
 }
 
 fn all(c: &mut Criterion) {
-    push_pop_one_thread::<MailboxChannel>(c);
+    push_pop_one_thread::<MailboxChannel<CoreSized>>(c);
     push_pop_one_thread::<QueueChannel>(c);
     push_pop_one_thread::<Crossbeam>(c);
     push_pop_one_thread::<StdMpsc>(c);
     node_alloc(c);
     release_cycle(c);
     for producers in [1, 2] {
-        flood::<MailboxChannel>(c, producers);
+        flood::<MailboxChannel<CoreSized>>(c, producers);
+        flood::<MailboxChannel<()>>(c, producers);
         flood::<QueueChannel>(c, producers);
         flood::<Crossbeam>(c, producers);
         flood::<StdMpsc>(c, producers);

@@ -81,8 +81,19 @@ pub enum Release {
 ///     assert_eq!(mb.release(), Release::Idle);
 /// }
 /// ```
-#[repr(C)] // the senders' words first, then the run holder's
-pub struct Mailbox<S, U> {
+///
+/// # The owner's words between the halves
+///
+/// `X` is stored between the senders' words and the run holder's (see
+/// [`with_middle`](Self::with_middle)): an owner that puts 48 bytes or more
+/// of words that neither side writes per message there (the engine puts
+/// its actor's core) keeps the holder's words off the cache line that
+/// every send writes, with no padding. With nothing between them the
+/// holder's per-message reads miss that line whenever a sender on another
+/// core wrote it, which made a cross-thread flood about 4x slower
+/// (decision record 0002).
+#[repr(C)] // the senders' words first, then the owner's, then the holder's
+pub struct Mailbox<S, U, X = ()> {
     // What senders touch on every send.
     /// Run-state bits (see `state.rs`). Senders set `SCHEDULED`; only the
     /// run holder clears it and sets `CLOSED`.
@@ -90,14 +101,17 @@ pub struct Mailbox<S, U> {
     /// [`UNBOUNDED`] for an unbounded user lane.
     capacity: u32,
     user: Head<U>,
+    /// The owner's words (see the type's docs).
+    middle: X,
     // What the run holder touches (and, for a bounded lane, `user_len`).
     holder: Holder<S, U>,
 }
 
-/// The run holder's side of a mailbox, after the senders' words. Not
-/// aligned to a cache line of its own: that alignment made every cell
-/// 64-byte aligned and cost about 190 bytes of RSS per idle actor, for a
-/// fan-in difference within noise (decision record 0002, BENCHMARKS.md).
+/// The run holder's side of a mailbox, after the senders' words and the
+/// owner's. Not aligned to a cache line of its own: that alignment made
+/// every cell 64-byte aligned and cost about 190 bytes of RSS per idle
+/// actor (decision record 0002); the owner's words between the halves
+/// separate them instead.
 struct Holder<S, U> {
     /// The system lane's producer end lives here, with the holder, not
     /// among the senders' words: system messages are rare, while the holder
@@ -125,26 +139,36 @@ struct Holder<S, U> {
 unsafe impl<S: Send, U: Send> Sync for Holder<S, U> {}
 
 /// The run holder's flags in one `u32`: the nested suspensions not yet
-/// resumed (the user lane is paused while this is not zero) in bits 0-30,
-/// and in bit 31 the holder's copy of `CLOSED`, so that dequeue never reads
-/// the senders' word.
+/// resumed (the user lane is paused while this is not zero) in bits 0-29,
+/// in bit 30 whether the user lane is bounded, and in bit 31 the holder's
+/// copy of `CLOSED`, so that dequeue never reads the senders' words (the
+/// run-state word, `capacity`).
 #[derive(Clone, Copy)]
 struct HolderFlags(u32);
 
 impl HolderFlags {
     const CLOSED: u32 = 1 << 31;
+    /// Set once, at construction, for a bounded user lane.
+    const BOUNDED: u32 = 1 << 30;
+    /// The suspension count's bits.
+    const SUSPENDED: u32 = Self::BOUNDED - 1;
 
     fn suspended(self) -> u32 {
-        self.0 & !Self::CLOSED
+        self.0 & Self::SUSPENDED
+    }
+
+    fn bounded(self) -> bool {
+        self.0 & Self::BOUNDED != 0
     }
 
     /// Whether the holder may take user messages: not suspended, or closed
-    /// (a closed mailbox is drained whatever its suspension). One compare:
-    /// `CLOSED` is the sign bit, so the word is at most zero as an `i32`
-    /// exactly when it is closed or holds no suspension.
+    /// (a closed mailbox is drained whatever its suspension). One mask and
+    /// one compare: without `BOUNDED`, `CLOSED` is the sign bit, so the
+    /// word is at most zero as an `i32` exactly when it is closed or holds
+    /// no suspension.
     #[inline]
     fn user_lane_open(self) -> bool {
-        (self.0 as i32) <= 0
+        ((self.0 & !Self::BOUNDED) as i32) <= 0
     }
 }
 
@@ -155,36 +179,68 @@ const UNBOUNDED: u32 = u32::MAX;
 impl<S, U> Mailbox<S, U> {
     /// Creates an open, idle mailbox with an unbounded user lane.
     pub fn new() -> Mailbox<S, U> {
-        Mailbox::with_capacity(UNBOUNDED)
+        Mailbox::with_middle(None, ()).expect("an unbounded lane")
     }
 
     /// Creates a mailbox whose user lane holds at most `capacity` messages;
     /// the system lane is never bounded. A capacity of `u32::MAX` or more
     /// is unbounded (the count is kept in 32 bits).
     pub fn bounded(capacity: usize) -> Result<Mailbox<S, U>, ZeroCapacityError> {
-        if capacity == 0 {
-            return Err(ZeroCapacityError);
-        }
-        Ok(Mailbox::with_capacity(
-            u32::try_from(capacity).unwrap_or(UNBOUNDED),
-        ))
+        Mailbox::with_middle(Some(capacity), ())
     }
+}
 
-    fn with_capacity(capacity: u32) -> Mailbox<S, U> {
+impl<S, U, X> Mailbox<S, U, X> {
+    /// The offset of the owner's words ([`middle`](Self::middle)) in the
+    /// mailbox: the same for every `S` and `U` (the senders' words before
+    /// them are two `u32`s and a pointer).
+    pub const MIDDLE_OFFSET: usize = std::mem::offset_of!(Self, middle);
+
+    /// Creates an open, idle mailbox that stores `middle` between the
+    /// senders' words and the run holder's (see the type's docs), with a
+    /// user lane bounded to `capacity` messages (`None`: unbounded; as
+    /// [`bounded`](Mailbox::bounded) otherwise).
+    pub fn with_middle(
+        capacity: Option<usize>,
+        middle: X,
+    ) -> Result<Mailbox<S, U, X>, ZeroCapacityError> {
+        let capacity = match capacity {
+            Some(0) => return Err(ZeroCapacityError),
+            Some(c) => u32::try_from(c).unwrap_or(UNBOUNDED),
+            None => UNBOUNDED,
+        };
         let (system_head, system_tail) = ends();
         let (user_head, user_tail) = ends();
-        Mailbox {
+        let flags = if capacity == UNBOUNDED {
+            HolderFlags(0)
+        } else {
+            HolderFlags(HolderFlags::BOUNDED)
+        };
+        Ok(Mailbox {
             state: AtomicU32::new(0),
             capacity,
             user: user_head,
+            middle,
             holder: Holder {
                 system_head,
                 system: system_tail,
                 user: user_tail,
-                flags: UnsafeCell::new(HolderFlags(0)),
+                flags: UnsafeCell::new(flags),
                 user_len: AtomicU32::new(0),
             },
-        }
+        })
+    }
+
+    /// The owner's words stored between the halves.
+    #[inline(always)]
+    pub fn middle(&self) -> &X {
+        &self.middle
+    }
+
+    /// The owner's words stored between the halves, mutably (the mailbox is
+    /// not shared while this borrow lasts).
+    pub fn middle_mut(&mut self) -> &mut X {
+        &mut self.middle
     }
 
     /// The capacity of the user lane, if bounded.
@@ -334,7 +390,8 @@ impl<S, U> Mailbox<S, U> {
         // looked at the system lane first, both could have arrived between
         // the two looks and the user message would have jumped the queue.
         // SAFETY: we hold the run (caller's contract) for all of the below.
-        let user_open = unsafe { self.flags() }.user_lane_open();
+        let flags = unsafe { self.flags() };
+        let user_open = flags.user_lane_open();
         let user = if user_open {
             // SAFETY: the run holder is the single consumer of both queues.
             unsafe { self.holder.user.peek(&self.user) }
@@ -352,7 +409,9 @@ impl<S, U> Mailbox<S, U> {
             // SAFETY: as above.
             Pop::Data(()) => match unsafe { self.holder.user.pop(&self.user) } {
                 Pop::Data(m) => {
-                    if self.capacity != UNBOUNDED {
+                    // The holder's copy of "bounded": `capacity` is on the
+                    // senders' cache line.
+                    if flags.bounded() {
                         // Relaxed: see reserve_user_slot.
                         self.holder.user_len.fetch_sub(1, Ordering::Relaxed);
                     }
@@ -444,7 +503,7 @@ impl<S, U> Mailbox<S, U> {
         unsafe {
             self.update_flags(|f| {
                 debug_assert!(
-                    f.suspended() < HolderFlags::CLOSED - 1,
+                    f.suspended() < HolderFlags::SUSPENDED,
                     "suspensions overflow"
                 );
                 f.0 += 1;
@@ -479,7 +538,7 @@ impl<S, U> Mailbox<S, U> {
     /// The caller holds the run.
     pub unsafe fn resume_all(&self) {
         // SAFETY: we hold the run (caller's contract).
-        unsafe { self.update_flags(|f| f.0 &= HolderFlags::CLOSED) };
+        unsafe { self.update_flags(|f| f.0 &= HolderFlags::CLOSED | HolderFlags::BOUNDED) };
     }
 
     /// Whether the user lane is paused.
@@ -531,7 +590,7 @@ impl<S, U> Default for Mailbox<S, U> {
     }
 }
 
-impl<S, U> std::fmt::Debug for Mailbox<S, U> {
+impl<S, U, X> std::fmt::Debug for Mailbox<S, U, X> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Mailbox")
             .field("state", &self.snapshot())

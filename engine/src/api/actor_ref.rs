@@ -75,7 +75,7 @@ impl<M: Send + 'static> ActorRef<M> {
         make: impl FnOnce(crate::Reply<R>) -> M,
         timeout: Duration,
     ) -> Ask<R> {
-        let (reply, ask) = ask::request(&self.cell.core.system, timeout);
+        let (reply, ask) = ask::request(&self.cell.core().system, timeout);
         self.tell(make(reply));
         ask
     }
@@ -142,7 +142,7 @@ impl<M: Send + 'static> ActorRef<M> {
 
     /// The actor's name (the last path element).
     pub fn name(&self) -> &str {
-        &self.cell.core.name
+        &self.cell.core().name
     }
 
     /// Whether the actor has terminated (a hint: it may terminate right
@@ -169,13 +169,13 @@ impl<M: Send + 'static> Clone for ActorRef<M> {
 
 impl<M: Send + 'static> fmt::Debug for ActorRef<M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "ActorRef({}#{})", self.path(), self.cell.core.uid)
+        write!(f, "ActorRef({}#{})", self.path(), self.cell.core().uid)
     }
 }
 
 impl<M: Send + 'static> PartialEq for ActorRef<M> {
     fn eq(&self, other: &ActorRef<M>) -> bool {
-        self.cell.core.uid == other.cell.core.uid
+        self.cell.core().uid == other.cell.core().uid
     }
 }
 
@@ -183,7 +183,7 @@ impl<M: Send + 'static> Eq for ActorRef<M> {}
 
 impl<M: Send + 'static> Hash for ActorRef<M> {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        self.cell.core.uid.hash(state);
+        self.cell.core().uid.hash(state);
     }
 }
 

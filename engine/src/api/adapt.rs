@@ -126,7 +126,7 @@ impl<M: Send + 'static> ActorRef<M> {
         &self,
         map: impl Fn(N) -> M + Send + Sync + 'static,
     ) -> Result<ActorRef<N>, SpawnError> {
-        let system = &self.cell.core.system;
+        let system = &self.cell.core().system;
         let (_, _, parent) = system.guardian_ids().ok_or(SpawnError::SystemTerminated)?;
         spawn(&parent, props(self.clone(), Arc::new(map), true), None)
     }

@@ -138,7 +138,7 @@ impl<A: Actor> Context<A> {
     }
 
     pub(crate) fn core(&self) -> &CellCore {
-        &self.cell().core
+        self.cell().core()
     }
 
     /// This actor's typed reference.

@@ -230,7 +230,7 @@ fn panicked<M: Send + 'static>(
     payload: Box<dyn std::any::Any + Send>,
     what: &str,
 ) {
-    target.cell.core.system.pipe_panicked();
+    target.cell.core().system.pipe_panicked();
     let actor = target.path();
     report(payload, |panic| {
         tracing::error!(%actor, panic, "{what} panicked; nothing was delivered");

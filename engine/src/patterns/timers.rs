@@ -96,7 +96,7 @@ impl<M: Send + 'static> TimerSlot<M> {
     /// actor has terminated by then, the target too).
     fn arm(self: &Arc<Self>, delay: Duration) {
         self.core.arm_with(|| {
-            let scheduler = self.target.cell.core.system.scheduler_handle();
+            let scheduler = self.target.cell.core().system.scheduler_handle();
             // Without the slot's lock held: a scheduler that has stopped
             // drops the callback at once, inside this call, and
             // `Unfired`'s drop then hands the message to dead letters,
@@ -113,7 +113,7 @@ impl<M: Send + 'static> TimerSlot<M> {
     /// the message for dead letters, is left to a worker.
     fn fire_inline(self: Arc<Self>) {
         if self.try_enqueue().is_err() {
-            let handle = self.target.cell.core.system.scheduler_handle().clone();
+            let handle = self.target.cell.core().system.scheduler_handle().clone();
             let unfired = Unfired::new(self);
             handle.spawn_detached(async move { unfired.take().fire() });
         }
@@ -124,7 +124,7 @@ impl<M: Send + 'static> TimerSlot<M> {
     fn dead_letter_now(&self) {
         if let Some(msg) = self.take_for_dead_letter() {
             let cell = &self.target.cell;
-            cell.core
+            cell.core()
                 .system
                 .dead_envelope(cell.id(), Envelope::Msg(msg));
         }
@@ -167,7 +167,7 @@ impl<M: Send + 'static> TimerSlot<M> {
                 };
                 if let Some(msg) = dead {
                     let id = cell.id();
-                    cell.core.system.dead_envelope(id, Envelope::Msg(msg));
+                    cell.core().system.dead_envelope(id, Envelope::Msg(msg));
                 }
                 if let Some(interval) = self.interval {
                     self.arm(interval);

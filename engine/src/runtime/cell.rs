@@ -43,17 +43,52 @@ pub(crate) enum RunEnd {
 }
 
 /// The typed head of every cell whose actor takes `M`: what an
-/// `ActorRef<M>` reads. The core first, at offset 0 of the cell, so that a
-/// pointer to the cell is a pointer to its core (what an `ActorId` holds).
+/// `ActorRef<M>` reads, at offset 0 of the cell. It is the mailbox, which
+/// holds the core between the senders' words and the run holder's (the
+/// mailbox's "middle"): the core's 64 bytes, which no one writes per
+/// message, keep the holder's words off the cache line every send writes,
+/// at no cost in bytes (decision 0002). An `ActorId` points at the core,
+/// [`CORE_OFFSET`] bytes into the cell.
 #[repr(C)]
 pub(crate) struct Cell<M: Send + 'static> {
-    pub(crate) core: CellCore,
-    pub(crate) mailbox: Mailbox<SystemMsg, Envelope<M>>,
+    pub(crate) mailbox: Mailbox<SystemMsg, Envelope<M>, CellCore>,
+}
+
+/// Where the core is in every cell: the mailbox's middle, after the
+/// senders' words, whatever the message type (checked by
+/// `the_core_is_at_the_same_offset_for_every_message_type`).
+pub(crate) const CORE_OFFSET: usize = Mailbox::<SystemMsg, Envelope<()>, CellCore>::MIDDLE_OFFSET;
+
+impl<M: Send + 'static> Cell<M> {
+    /// The parts of the actor every thread may read.
+    #[inline(always)]
+    pub(crate) fn core(&self) -> &CellCore {
+        self.mailbox.middle()
+    }
+}
+
+/// The core of the cell at `cell`, keeping the pointer's provenance.
+#[inline(always)]
+fn core_of<T: ?Sized>(cell: *const T) -> NonNull<CellCore> {
+    let core = cell.cast::<u8>().wrapping_add(CORE_OFFSET).cast::<CellCore>();
+    // SAFETY: `cell` is an `Arc`'s data pointer, so not null, and the core
+    // is inside the cell, CORE_OFFSET bytes in.
+    unsafe { NonNull::new_unchecked(core.cast_mut()) }
+}
+
+/// The cell whose core `core` is (the inverse of [`core_of`]).
+#[inline(always)]
+fn cell_of<A: Actor>(core: NonNull<CellCore>) -> NonNull<ActorCell<A>> {
+    // SAFETY: the core is CORE_OFFSET bytes into its cell, so the cell's
+    // address is that much lower, inside the same allocation (the core's
+    // pointer has provenance over the whole cell: the `CellVtable`
+    // contract).
+    unsafe { core.byte_sub(CORE_OFFSET).cast::<ActorCell<A>>() }
 }
 
 /// A cell as built, with its actor's type: one allocation holds the core,
 /// the mailbox, the driver and the actor. The head first (`#[repr(C)]`),
-/// so the cell's address is its head's and its core's.
+/// so the cell's address is its head's; its core is [`CORE_OFFSET`] in.
 #[repr(C)]
 pub(crate) struct ActorCell<A: Actor> {
     head: Cell<A::Msg>,
@@ -128,10 +163,9 @@ impl<A: Actor> ActorCell<A> {
     /// As every [`CellVtable`] function; the reference does not outlive the
     /// caller's count.
     unsafe fn from_core<'a>(core: NonNull<CellCore>) -> &'a ActorCell<A> {
-        // SAFETY: the core is at offset 0 of its cell (both `#[repr(C)]`,
-        // head and core first), the pointer's provenance covers the cell,
-        // and the cell lives while the caller's count does.
-        unsafe { core.cast::<ActorCell<A>>().as_ref() }
+        // SAFETY: `cell_of` finds the cell (the pointer's provenance covers
+        // it), which lives while the caller's count does.
+        unsafe { cell_of::<A>(core).as_ref() }
     }
 
     /// # Safety
@@ -141,7 +175,7 @@ impl<A: Actor> ActorCell<A> {
         // SAFETY: the pointer is an `Arc<ActorCell<A>>`'s data pointer (from
         // `Arc::into_raw`, directly or unsized), live while the caller's
         // count is.
-        unsafe { Arc::increment_strong_count(core.cast::<ActorCell<A>>().as_ptr()) }
+        unsafe { Arc::increment_strong_count(cell_of::<A>(core).as_ptr()) }
     }
 
     /// # Safety
@@ -149,14 +183,14 @@ impl<A: Actor> ActorCell<A> {
     /// As every [`CellVtable`] function; the caller's count is given up.
     unsafe fn vt_release(core: NonNull<CellCore>) {
         // SAFETY: as in `vt_retain`; the count released is the caller's.
-        unsafe { Arc::decrement_strong_count(core.cast::<ActorCell<A>>().as_ptr()) }
+        unsafe { Arc::decrement_strong_count(cell_of::<A>(core).as_ptr()) }
     }
 
     /// # Safety
     ///
     /// As every [`CellVtable`] function.
     unsafe fn vt_runnable(core: NonNull<CellCore>) -> Arc<dyn Runnable> {
-        let cell = core.cast::<ActorCell<A>>().as_ptr();
+        let cell = cell_of::<A>(core).as_ptr();
         // SAFETY: as in `vt_retain`: one more count, which `from_raw` takes.
         unsafe {
             Arc::increment_strong_count(cell);
@@ -239,7 +273,7 @@ impl<M: Send + 'static> CellRef<M> {
     /// Submits the cell after an enqueue won its run.
     #[inline]
     pub(crate) fn schedule(&self) {
-        schedule_runnable(&self.core, Arc::clone(&self.cell));
+        schedule_runnable(self.core(), Arc::clone(&self.cell));
     }
 
     /// Sends a user envelope: schedules the cell if this send won its run,
@@ -250,16 +284,16 @@ impl<M: Send + 'static> CellRef<M> {
             Ok(Enqueued::AlreadyScheduled) => {}
             Ok(Enqueued::MustSchedule) => self.schedule(),
             Err(TrySendError::Closed(e) | TrySendError::Full(e)) => {
-                self.core.system.dead_envelope(self.id(), e);
+                self.core().system.dead_envelope(self.id(), e);
             }
         }
     }
 
     pub(crate) fn id(&self) -> ActorId {
-        let raw = Arc::into_raw(Arc::clone(&self.cell)).cast::<CellCore>().cast_mut();
-        // SAFETY: the data pointer of an `Arc<ActorCell<A>>` (non-null), at
-        // whose offset 0 the core is; the count is the clone's, handed over.
-        unsafe { ActorId::from_raw(NonNull::new_unchecked(raw)) }
+        let core = core_of(Arc::into_raw(Arc::clone(&self.cell)));
+        // SAFETY: the core of an `Arc<ActorCell<A>>`'s data pointer, with
+        // its provenance; the count is the clone's, handed over.
+        unsafe { ActorId::from_raw(core) }
     }
 }
 
@@ -759,11 +793,6 @@ impl<A: Actor> ActorCell<A> {
         capacity: Option<usize>,
         driver: Driver<A>,
     ) -> Result<Arc<ActorCell<A>>, proscenium_mailbox::ZeroCapacityError> {
-        let mailbox = match capacity {
-            Some(c) => Mailbox::bounded(c)?,
-            None => Mailbox::new(),
-        };
-        system.cell_created();
         let core = CellCore {
             vtable: Self::vtable(),
             uid,
@@ -772,24 +801,24 @@ impl<A: Actor> ActorCell<A> {
             system,
             children: Mutex::new(Children::default()),
         };
+        let mailbox = Mailbox::with_middle(capacity, core)?;
+        mailbox.middle().system.cell_created();
         Ok(Arc::new(ActorCell {
-            head: Cell { core, mailbox },
+            head: Cell { mailbox },
             driver: UnsafeCell::new(driver),
         }))
     }
 
     /// Submits this cell after an enqueue won its run.
     pub(crate) fn schedule(self: &Arc<Self>) {
-        schedule_runnable(&self.core, Arc::clone(self) as Arc<dyn Runnable>);
+        schedule_runnable(self.core(), Arc::clone(self) as Arc<dyn Runnable>);
     }
 
     pub(crate) fn id(self: &Arc<Self>) -> ActorId {
-        let raw = Arc::into_raw(Arc::clone(self))
-            .cast::<CellCore>()
-            .cast_mut();
-        // SAFETY: the data pointer of an `Arc<ActorCell<A>>` (non-null), at
-        // whose offset 0 the core is; the count is the clone's, handed over.
-        unsafe { ActorId::from_raw(NonNull::new_unchecked(raw)) }
+        let core = core_of(Arc::into_raw(Arc::clone(self)));
+        // SAFETY: the core of an `Arc<ActorCell<A>>`'s data pointer, with
+        // its provenance; the count is the clone's, handed over.
+        unsafe { ActorId::from_raw(core) }
     }
 
     /// The typed reference.
@@ -852,7 +881,7 @@ impl<A: Actor> Runnable for ActorCell<A> {
                 // SAFETY: we still hold the run, as above; the `&mut` of the
                 // unwound call has ended.
                 unsafe { (*driver).abandon_run() };
-                self.core.system.run_panicked();
+                self.core().system.run_panicked();
                 let me = self.id();
                 report(payload, |panic| {
                     tracing::error!(actor = %me, panic, "a panic escaped an actor's run; the actor is run again");
@@ -874,13 +903,13 @@ impl<A: Actor> Runnable for ActorCell<A> {
 
 impl<A: Actor> Drop for ActorCell<A> {
     fn drop(&mut self) {
-        self.core.system.cell_dropped();
+        self.core().system.cell_dropped();
         // The parent may go with this cell (this was the last reference to
         // it), and its parent with it, and so on: dropped here, that is a
         // recursion as deep as the hierarchy, which overflows the stack of
         // a deep one. The children need no such care: each holds this cell
         // (its parent), so none is left in the map once this cell goes.
-        if let Some(parent) = self.head.core.parent.take() {
+        if let Some(parent) = self.head.mailbox.middle_mut().parent.take() {
             drop_link(parent);
         }
     }
@@ -1003,6 +1032,28 @@ mod tests {
         assert_eq!(size_of::<crate::ActorId>(), 8);
         assert_eq!(size_of::<Option<crate::ActorId>>(), 8);
         assert_eq!(size_of::<crate::ActorRef<u64>>(), 16);
+    }
+
+    /// The core sits between the mailbox's senders' words (the first 16
+    /// bytes) and its run holder's, at one offset whatever the message
+    /// type, and is long enough that no 64-byte cache line can hold a word
+    /// of each side, wherever the cell starts (decision 0002).
+    #[test]
+    fn the_core_is_at_the_same_offset_for_every_message_type_and_parts_the_lines() {
+        use super::{CellCore, Mailbox, CORE_OFFSET};
+        use crate::runtime::signal::{Envelope, SystemMsg};
+        assert_eq!(CORE_OFFSET, 16);
+        assert_eq!(
+            Mailbox::<SystemMsg, Envelope<[u64; 9]>, CellCore>::MIDDLE_OFFSET,
+            CORE_OFFSET
+        );
+        assert_eq!(
+            Mailbox::<SystemMsg, Envelope<String>, CellCore>::MIDDLE_OFFSET,
+            CORE_OFFSET
+        );
+        // The last senders' byte is at 15, the first holder's byte at
+        // CORE_OFFSET + size_of::<CellCore>(): 64 or more apart.
+        assert!(CORE_OFFSET + size_of::<CellCore>() - 15 >= 64);
     }
 
     /// A parent's children are one word behind the lock, the `closed` flag

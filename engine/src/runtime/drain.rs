@@ -32,8 +32,8 @@ pub const DRAIN_BEFORE_CLOSE: usize = 1 << 16;
 /// # Safety
 ///
 /// The caller holds `mailbox`'s run.
-pub unsafe fn close_and_drain<S, U>(
-    mailbox: &Mailbox<S, U>,
+pub unsafe fn close_and_drain<S, U, X>(
+    mailbox: &Mailbox<S, U, X>,
     cap: usize,
     mut dead: impl FnMut(Dequeued<S, U>),
 ) -> Vec<S> {
@@ -68,8 +68,8 @@ pub unsafe fn close_and_drain<S, U>(
 /// # Safety
 ///
 /// The caller holds `mailbox`'s run, and the mailbox is closed.
-pub unsafe fn drain_closed<S, U>(
-    mailbox: &Mailbox<S, U>,
+pub unsafe fn drain_closed<S, U, X>(
+    mailbox: &Mailbox<S, U, X>,
     first: Dequeued<S, U>,
     mut dead: impl FnMut(Dequeued<S, U>),
 ) {
@@ -92,8 +92,8 @@ pub unsafe fn drain_closed<S, U>(
 /// # Safety
 ///
 /// The caller holds `mailbox`'s run.
-unsafe fn drain_into<S, U>(
-    mailbox: &Mailbox<S, U>,
+unsafe fn drain_into<S, U, X>(
+    mailbox: &Mailbox<S, U, X>,
     held: &mut Vec<S>,
     dead: &mut impl FnMut(Dequeued<S, U>),
 ) {
@@ -120,7 +120,7 @@ unsafe fn drain_into<S, U>(
 /// # Safety
 ///
 /// The caller holds `mailbox`'s run.
-pub unsafe fn dequeue_system_only<S, U>(mailbox: &Mailbox<S, U>) -> (bool, Dequeued<S, U>) {
+pub unsafe fn dequeue_system_only<S, U, X>(mailbox: &Mailbox<S, U, X>) -> (bool, Dequeued<S, U>) {
     // SAFETY: we hold the run (caller's contract), as each call requires.
     unsafe {
         let suspended = mailbox.is_suspended();

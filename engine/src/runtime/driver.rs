@@ -111,7 +111,7 @@ impl<A: Actor> Driver<A> {
     }
 
     fn actor_system(&self) -> &crate::runtime::system::ActorSystem {
-        &self.cell().core.system
+        &self.cell().core().system
     }
 
     /// What a failed actor kept while it waited, taken (empty if nothing).
@@ -196,7 +196,7 @@ impl<A: Actor> Driver<A> {
             // there is no instance. Never lose the message.
             let me = self.me();
             self.cell()
-                .core
+                .core()
                 .system
                 .dead_envelope(me, Envelope::Msg(msg));
             return;
@@ -245,7 +245,7 @@ impl<A: Actor> Driver<A> {
         if self.actor.is_none() {
             let me = self.me();
             self.cell()
-                .core
+                .core()
                 .system
                 .dead_envelope(me, Envelope::Timer(slot));
             return None;
@@ -322,7 +322,7 @@ impl<A: Actor> Driver<A> {
             }
         }
         let me = self.me();
-        match &self.cell().core.parent {
+        match &self.cell().core().parent {
             Some(parent) => parent.send_system(SystemMsg::Failed { child: me, failure }),
             None => {
                 tracing::error!(%failure, "the root guardian failed; stopping it");
@@ -335,7 +335,7 @@ impl<A: Actor> Driver<A> {
     fn each_child(&self, filter: impl Fn(&ActorId) -> bool, f: impl Fn(&ActorId)) {
         let ids: Vec<ActorId> = self
             .cell()
-            .core
+            .core()
             .children()
             .ids()
             .filter(|id| filter(id))
@@ -438,7 +438,7 @@ impl<A: Actor> Driver<A> {
         if self.life != Life::Restarting {
             return;
         }
-        if self.cell().core.children().iter().any(|(_, r)| r.stopping()) {
+        if self.cell().core().children().iter().any(|(_, r)| r.stopping()) {
             return;
         }
         self.life = Life::Running;
@@ -470,7 +470,7 @@ impl<A: Actor> Driver<A> {
         if let Some(failure) = failure {
             let survivors: Vec<ActorId> = self
                 .cell()
-                .core
+                .core()
                 .children()
                 .iter()
                 .filter(|(_, r)| !r.stopping())
@@ -504,7 +504,7 @@ impl<A: Actor> Driver<A> {
         if self.is_stopping() {
             return; // every child is being stopped anyway
         }
-        if self.cell().core.children().get(&child).is_none() {
+        if self.cell().core().children().get(&child).is_none() {
             tracing::debug!(child = %child, "dropping a failure of a child that is gone");
             return;
         }
@@ -539,7 +539,7 @@ impl<A: Actor> Driver<A> {
             (Directive::Resume, _) => child.send_system(SystemMsg::Resume { by_failure: true }),
             (Directive::Restart, StrategyKind::OneForOne) => {
                 let allowed = {
-                    let mut children = self.cell().core.children();
+                    let mut children = self.cell().core().children();
                     let record = children.get_mut(&child).expect("checked above");
                     strategy.restart_allowed(record.stats(), now)
                 };
@@ -551,7 +551,7 @@ impl<A: Actor> Driver<A> {
             }
             (Directive::Restart, StrategyKind::AllForOne) => {
                 let (allowed, all) = {
-                    let mut children = self.cell().core.children();
+                    let mut children = self.cell().core().children();
                     let allowed = children
                         .iter_mut()
                         .all(|(_, r)| strategy.restart_allowed(r.stats(), now));
@@ -601,7 +601,7 @@ impl<A: Actor> Driver<A> {
     }
 
     fn death_notification(&mut self, who: ActorId) {
-        let was_child = self.cell().core.children().remove(&who);
+        let was_child = self.cell().core().children().remove(&who);
         let watched = self.ctx.watch_mut().is_some_and(|state| {
             let pos = state.watching.iter().position(|w| *w == who);
             pos.map(|pos| state.watching.swap_remove(pos)).is_some()
@@ -666,13 +666,13 @@ impl<A: Actor> Driver<A> {
                 watched.send_system(SystemMsg::Unwatch(me.clone()));
             }
         }
-        self.cell().core.children().close();
+        self.cell().core().children().close();
         self.ctx.stop_all_children();
         self.termination_progress();
     }
 
     fn termination_progress(&mut self) {
-        if matches!(self.life, Life::Terminating) && self.cell().core.children().is_empty() {
+        if matches!(self.life, Life::Terminating) && self.cell().core().children().is_empty() {
             self.finish_terminate();
         }
     }
@@ -693,7 +693,7 @@ impl<A: Actor> Driver<A> {
         // to its end: the parent and the watchers are told.
         let me = self.me();
         let stash = self.ctx.take_stash();
-        let system = &self.cell().core.system;
+        let system = &self.cell().core().system;
         for msg in stash {
             contain("sending a stashed message to dead letters", || {
                 system.dead_envelope(me.clone(), Envelope::Msg(msg));
@@ -724,7 +724,7 @@ impl<A: Actor> Driver<A> {
         contain("publishing an actor's stop", || {
             publish_lifecycle(self.actor_system(), || me.clone(), LifecycleKind::Stopped);
         });
-        let parent = self.cell().core.parent.clone();
+        let parent = self.cell().core().parent.clone();
         if let Some(parent) = &parent {
             parent.send_system(SystemMsg::DeathWatchNotification(me.clone()));
         }
@@ -742,7 +742,7 @@ impl<A: Actor> Driver<A> {
         // Every child has terminated: their deferred failures are moot.
         drop(self.take_awaiting());
         if parent.is_none() {
-            self.cell().core.system.root_terminated();
+            self.cell().core().system.root_terminated();
         }
     }
 
@@ -750,7 +750,7 @@ impl<A: Actor> Driver<A> {
     /// letters (user messages) or is answered as undeliverable (signals).
     fn drain(&self, dequeued: Dequeued<SystemMsg, Envelope<A::Msg>>) {
         let me = self.me();
-        let system = &self.cell().core.system;
+        let system = &self.cell().core().system;
         contain(
             "sending a message of a terminated actor to dead letters",
             || match dequeued {

@@ -157,6 +157,69 @@ fn bounded_user_lane_hands_back_the_message_when_full() {
     assert_eq!(Mb::new().capacity(), None);
 }
 
+/// The holder's copy of "bounded" (a flag bit beside the suspensions) is
+/// kept through suspend, resume, resume_all and close: a dequeue still
+/// gives the slot back, so the lane takes a message again.
+#[test]
+fn a_bounded_lane_stays_bounded_through_suspensions_and_close() {
+    let _serial = crate::test_serial();
+    let mb = Mb::bounded(1).expect("non-zero capacity");
+    assert_eq!(mb.enqueue_user(1), Ok(Enqueued::MustSchedule));
+    assert!(mb.enqueue_user(2).expect_err("full").is_full());
+    // SAFETY: we hold the run.
+    unsafe {
+        mb.suspend();
+        mb.suspend();
+        assert!(mb.is_suspended());
+        assert!(!mb.resume());
+        mb.resume_all();
+        assert!(!mb.is_suspended());
+        assert_eq!(mb.dequeue(), Dequeued::User(1));
+    }
+    assert_eq!(mb.user_len(), Some(0));
+    assert_eq!(mb.enqueue_user(3), Ok(Enqueued::AlreadyScheduled));
+    // SAFETY: we hold the run.
+    unsafe {
+        mb.suspend();
+        mb.close();
+        // A closed lane is drained whatever its suspension.
+        assert_eq!(mb.dequeue(), Dequeued::User(3));
+    }
+    assert_eq!(mb.user_len(), Some(0));
+    // An unbounded lane's flags have no bounded bit: a closed, suspended
+    // unbounded lane is drained too.
+    let unbounded = Mb::new();
+    assert_eq!(unbounded.enqueue_user(7), Ok(Enqueued::MustSchedule));
+    // SAFETY: we hold the run.
+    unsafe {
+        unbounded.suspend();
+        assert_eq!(unbounded.dequeue(), Dequeued::Empty);
+        unbounded.close();
+        assert_eq!(unbounded.dequeue(), Dequeued::User(7));
+    }
+}
+
+/// The owner's words between the halves are stored and handed back, at
+/// the offset the type reports.
+#[test]
+fn the_middle_is_stored_between_the_halves() {
+    let _serial = crate::test_serial();
+    let mut mb: Mailbox<&str, u32, [u64; 8]> =
+        Mailbox::with_middle(Some(3), [7; 8]).expect("non-zero capacity");
+    assert_eq!(mb.middle(), &[7; 8]);
+    mb.middle_mut()[0] = 1;
+    assert_eq!(mb.middle()[0], 1);
+    assert_eq!(mb.capacity(), Some(3));
+    let base = std::ptr::from_ref(&mb).cast::<u8>();
+    let middle = std::ptr::from_ref(mb.middle()).cast::<u8>();
+    assert_eq!(
+        middle as usize - base as usize,
+        Mailbox::<&str, u32, [u64; 8]>::MIDDLE_OFFSET
+    );
+    assert_eq!(Mailbox::<&str, u32, [u64; 8]>::MIDDLE_OFFSET, 16);
+    assert!(Mailbox::<&str, u32, u8>::with_middle(Some(0), 0).is_err());
+}
+
 #[test]
 fn errors_display_lowercase_and_debug_without_payload_debug() {
     let _serial = crate::test_serial();
