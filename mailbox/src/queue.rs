@@ -233,7 +233,7 @@ impl<T> Tail<T> {
     ///
     /// The caller is the single consumer of the queue whose other end is
     /// `head`, for the duration of the call.
-    #[inline]
+    #[inline(always)]
     pub(crate) unsafe fn pop(&self, head: &Head<T>) -> Pop<T> {
         // Acquire: pairs with the Release store of a producer that linked
         // into the stub (`push`); otherwise this reads our own store.
