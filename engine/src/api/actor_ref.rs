@@ -200,8 +200,9 @@ impl<M: Send + 'static> From<ActorRef<M>> for ActorId {
 /// One pointer: a counted reference to the actor's cell, seen through its
 /// core, whose table does what needs the actor's type (`CellVtable`).
 pub struct ActorId {
-    /// The core of a live `ActorCell`, at offset 0 of it, with provenance
-    /// over the whole cell (from `Arc::into_raw`); this id owns one count.
+    /// The core of a live `ActorCell` (`CORE_OFFSET` bytes into it), with
+    /// provenance over the whole cell (from `Arc::into_raw`); this id owns
+    /// one count.
     core: NonNull<CellCore>,
 }
 

@@ -4,12 +4,13 @@
 //! scheduler.
 //!
 //! One address, three views. An [`ActorCell<A>`] is `#[repr(C)]`: first its
-//! typed head, a [`Cell<M>`] (also `#[repr(C)]`: the core at offset 0, then
-//! the mailbox), then the driver. An `ActorRef<M>` ([`CellRef<M>`]) holds
-//! the cell as the `Arc<dyn Runnable>` the scheduler takes, so a send that
-//! wins the run submits it with no virtual call, and reads the mailbox
-//! through the head. An `ActorId` holds a thin pointer to the core, whose
-//! [`CellVtable`] (one per actor type) does what needs the actor's type.
+//! typed head, a [`Cell<M>`] (the mailbox, which holds the core between its
+//! senders' words and its run holder's), then the driver. An `ActorRef<M>`
+//! ([`CellRef<M>`]) holds the cell as the `Arc<dyn Runnable>` the scheduler
+//! takes, so a send that wins the run submits it with no virtual call, and
+//! reads the mailbox through the head. An `ActorId` holds a thin pointer to
+//! the core, [`CORE_OFFSET`] bytes into the cell, whose [`CellVtable`] (one
+//! per actor type) does what needs the actor's type.
 
 use std::any::TypeId;
 use std::borrow::Borrow;
