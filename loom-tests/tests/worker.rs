@@ -40,6 +40,11 @@
 //!   `worker_shared_lifo_wakes_a_parked_worker`;
 //! - `run_job` not waking on `Yield` when others wait: deadlock in
 //!   `worker_yield_with_others_waiting_wakes_a_worker`;
+//! - `run_job` not waking after it took outside work on a `Yield`
+//!   (`others_waiting` left false): deadlock in
+//!   `worker_yield_takes_outside_work_and_wakes_a_worker` with
+//!   `LOOM_MAX_PREEMPTIONS=3` (not at 2: the submitter's own wake covers
+//!   every schedule with fewer preemptions; `.ci/run` runs this model at 3);
 //! - `run_job` not handing the search on (no `notify_one` after the last
 //!   searcher found work): deadlock in
 //!   `worker_last_searcher_hands_the_search_on`;
@@ -280,6 +285,37 @@ fn worker_yield_with_others_waiting_wakes_a_worker() {
                 f.one_done()
             });
             pool.submit(yielder).expect("open");
+        });
+    });
+}
+
+/// A runnable yields alone on its worker while a runnable submitted from
+/// outside waits in the injector: the yield takes it into the local queue
+/// ahead of the yielder (`run_job`), and must then wake a worker, since two
+/// runnables now wait here. The outside one runs next on this worker and
+/// waits for the yielder's second run, which only the other worker can
+/// give it. (In the schedules where the other worker takes the outside
+/// runnable itself, the model checks that nothing is stranded either.)
+#[test]
+fn worker_yield_takes_outside_work_and_wakes_a_worker() {
+    loom::model(|| {
+        with_workers(2, 2, |pool, finish| {
+            let meeting = Meeting::new(2);
+            let outside = meeter(&meeting, finish);
+            let runs = Arc::new(AtomicUsize::new(0));
+            let f = Arc::clone(finish);
+            let m = Arc::clone(&meeting);
+            let yielder = task(move |_| {
+                // Relaxed: the runs of one runnable are ordered by the
+                // queues that hand it from one to the next.
+                if runs.fetch_add(1, Ordering::Relaxed) == 0 {
+                    return RunOutcome::Yield;
+                }
+                m.meet();
+                f.one_done()
+            });
+            pool.submit(yielder).expect("open");
+            pool.submit(outside).expect("open");
         });
     });
 }

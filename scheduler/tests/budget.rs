@@ -176,3 +176,76 @@ fn a_budget_kept_past_its_run_is_harmless() {
         "the kept budget was spent"
     );
 }
+
+/// A runnable that yields every run and, on the runs it is told to, has a
+/// job submitted from a thread outside the pool (so to the injector) before
+/// it returns; the job reports how many runs the busy one had made when it
+/// was served.
+struct Busy {
+    runs: AtomicU64,
+    handle: Handle,
+    /// Run numbers (1-based) at which to submit from outside.
+    submit_at: [u64; 2],
+    served: mpsc::Sender<(u64, u64)>,
+    stop: AtomicBool,
+}
+
+impl Runnable for Busy {
+    fn run(self: Arc<Self>, budget: &mut Budget) -> RunOutcome {
+        while budget.consume() {}
+        let run = self.runs.fetch_add(1, Ordering::SeqCst) + 1;
+        if self.submit_at.contains(&run) {
+            let (me, served) = (self.clone(), self.served.clone());
+            let job = support::job(move || {
+                served.send((run, me.runs.load(Ordering::SeqCst))).unwrap();
+            });
+            let handle = self.handle.clone();
+            std::thread::spawn(move || handle.submit(job).unwrap())
+                .join()
+                .unwrap();
+        }
+        if self.stop.load(Ordering::SeqCst) {
+            RunOutcome::Done
+        } else {
+            RunOutcome::Yield
+        }
+    }
+}
+
+/// While a worker's only runnable keeps using its whole budget, work
+/// submitted from outside the pool runs right after the current budget,
+/// not after up to `INJECTOR_INTERVAL` (61) more: the worker a submitter
+/// wakes may not get a core soon when every core is busy. Two submissions
+/// at consecutive runs of the busy runnable: each must run before the busy
+/// one's next run. (Before the worker looked at the injector on a yield,
+/// the periodic look could serve at most one of two runs in a row.)
+#[test]
+fn work_from_outside_runs_after_the_current_budget_of_a_busy_runnable() {
+    let s = proscenium_scheduler::Scheduler::builder()
+        .workers(1)
+        .pin_workers(false)
+        .throughput(4)
+        .build()
+        .unwrap();
+    let (served_tx, served_rx) = mpsc::channel();
+    let busy = Arc::new(Busy {
+        runs: AtomicU64::new(0),
+        handle: s.handle().clone(),
+        submit_at: [100, 101],
+        served: served_tx,
+        stop: AtomicBool::new(false),
+    });
+    s.handle().submit(busy.clone()).unwrap();
+    for _ in 0..2 {
+        let (submitted_in, runs_when_served) = served_rx.recv_timeout(support::FAILSAFE).unwrap();
+        assert_eq!(
+            runs_when_served,
+            submitted_in,
+            "the job submitted during run {submitted_in} waited behind {} more budgets",
+            runs_when_served - submitted_in
+        );
+    }
+    busy.stop.store(true, Ordering::SeqCst);
+    let report = s.quiesce(std::time::Instant::now() + support::FAILSAFE);
+    assert!(report.drained, "{report:?}");
+}
