@@ -85,10 +85,12 @@ pub enum Release {
 /// # The owner's words between the halves
 ///
 /// `X` is stored between the senders' words and the run holder's (see
-/// [`with_middle`](Self::with_middle)): an owner that puts 48 bytes or more
+/// [`with_middle`](Self::with_middle)): an owner that puts 64 bytes or more
 /// of words that neither side writes per message there (the engine puts
-/// its actor's core) keeps the holder's words off the cache line that
-/// every send writes, with no padding. With nothing between them the
+/// its actor's 64-byte core) keeps the holder's words off the cache line
+/// that every send writes, wherever the mailbox starts, with no padding
+/// (the senders' words end at byte 15, the holder's start at
+/// [`MIDDLE_OFFSET`](Self::MIDDLE_OFFSET) plus the size of `X`). With nothing between them the
 /// holder's per-message reads miss that line whenever a sender on another
 /// core wrote it, which made a cross-thread flood about 4x slower
 /// (decision record 0002).

@@ -69,21 +69,29 @@ impl<M: Send + 'static> Cell<M> {
 }
 
 /// The core of the cell at `cell`, keeping the pointer's provenance.
+///
+/// # Safety
+///
+/// `cell` is the data pointer of a live `Arc<ActorCell<A>>` (sized or
+/// unsized), whose provenance covers the cell.
 #[inline(always)]
-fn core_of<T: ?Sized>(cell: *const T) -> NonNull<CellCore> {
-    let core = cell.cast::<u8>().wrapping_add(CORE_OFFSET).cast::<CellCore>();
-    // SAFETY: `cell` is an `Arc`'s data pointer, so not null, and the core
-    // is inside the cell, CORE_OFFSET bytes in.
-    unsafe { NonNull::new_unchecked(core.cast_mut()) }
+unsafe fn core_of<T: ?Sized>(cell: *const T) -> NonNull<CellCore> {
+    let core = cell.cast::<u8>().cast_mut();
+    // The core is inside the cell, CORE_OFFSET bytes in.
+    // SAFETY: in bounds of the cell (caller's contract), and not null.
+    unsafe { NonNull::new_unchecked(core.add(CORE_OFFSET)).cast::<CellCore>() }
 }
 
 /// The cell whose core `core` is (the inverse of [`core_of`]).
+///
+/// # Safety
+///
+/// `core` is the core of a live `ActorCell<A>`, with provenance over the
+/// whole cell (the `CellVtable` contract).
 #[inline(always)]
-fn cell_of<A: Actor>(core: NonNull<CellCore>) -> NonNull<ActorCell<A>> {
-    // SAFETY: the core is CORE_OFFSET bytes into its cell, so the cell's
-    // address is that much lower, inside the same allocation (the core's
-    // pointer has provenance over the whole cell: the `CellVtable`
-    // contract).
+unsafe fn cell_of<A: Actor>(core: NonNull<CellCore>) -> NonNull<ActorCell<A>> {
+    // The core is CORE_OFFSET bytes into its cell.
+    // SAFETY: so the cell starts that much lower, in the same allocation.
     unsafe { core.byte_sub(CORE_OFFSET).cast::<ActorCell<A>>() }
 }
 
@@ -191,9 +199,9 @@ impl<A: Actor> ActorCell<A> {
     ///
     /// As every [`CellVtable`] function.
     unsafe fn vt_runnable(core: NonNull<CellCore>) -> Arc<dyn Runnable> {
-        let cell = cell_of::<A>(core).as_ptr();
         // SAFETY: as in `vt_retain`: one more count, which `from_raw` takes.
         unsafe {
+            let cell = cell_of::<A>(core).as_ptr();
             Arc::increment_strong_count(cell);
             Arc::from_raw(cell)
         }
@@ -291,10 +299,10 @@ impl<M: Send + 'static> CellRef<M> {
     }
 
     pub(crate) fn id(&self) -> ActorId {
-        let core = core_of(Arc::into_raw(Arc::clone(&self.cell)));
-        // SAFETY: the core of an `Arc<ActorCell<A>>`'s data pointer, with
-        // its provenance; the count is the clone's, handed over.
-        unsafe { ActorId::from_raw(core) }
+        let cell = Arc::into_raw(Arc::clone(&self.cell));
+        // SAFETY: the data pointer of an `Arc<ActorCell<A>>` (unsized) and
+        // its core, with its provenance; the count is the clone's, handed over.
+        unsafe { ActorId::from_raw(core_of(cell)) }
     }
 }
 
@@ -395,10 +403,10 @@ impl Deref for Name {
         match self {
             Name::Inline { len, bytes } => {
                 let bytes = &bytes[..usize::from(*len)];
-                // SAFETY: `from` copied these `len` bytes from a `&str` of
-                // exactly that length, or `anonymous` wrote them as `$` and
-                // letters `a` to `z` (ASCII), and nothing writes them
-                // afterwards: they are valid UTF-8.
+                // `from` copied these `len` bytes from a `&str` of exactly
+                // that length, or `anonymous` wrote `$` and letters `a` to
+                // `z` (ASCII); nothing writes them afterwards.
+                // SAFETY: so they are valid UTF-8.
                 unsafe { std::str::from_utf8_unchecked(bytes) }
             }
             Name::Heap(name) => name,
@@ -816,10 +824,10 @@ impl<A: Actor> ActorCell<A> {
     }
 
     pub(crate) fn id(self: &Arc<Self>) -> ActorId {
-        let core = core_of(Arc::into_raw(Arc::clone(self)));
-        // SAFETY: the core of an `Arc<ActorCell<A>>`'s data pointer, with
-        // its provenance; the count is the clone's, handed over.
-        unsafe { ActorId::from_raw(core) }
+        let cell = Arc::into_raw(Arc::clone(self));
+        // SAFETY: the data pointer of an `Arc<ActorCell<A>>` and its core,
+        // with its provenance; the count is the clone's, handed over.
+        unsafe { ActorId::from_raw(core_of(cell)) }
     }
 
     /// The typed reference.
