@@ -94,6 +94,7 @@
 //! # Runtimes
 //!
 //! * proscenium: `ActorSystem::builder().name("compare").workers(2).build()`
+//!   (`COMPARE_WORKERS` changes the 2, here and below)
 //!   (the defaults otherwise, worker pinning included).
 //! * actix 0.13 runs twice, as two contenders, because actix never moves
 //!   an actor between threads and where to put them is the user's choice:
@@ -129,6 +130,10 @@
 //!   `fan-in`, `spawn`, `rss`, `ring`, `ask`, `router`, `timers`, `stop`.
 //! * `COMPARE_PEERS`: comma list of contenders, among `proscenium`, `actix`,
 //!   `actix-1arb`, `ractor`, `kameo`.
+//! * `COMPARE_WORKERS` (default 2): the threads each runtime gets:
+//!   proscenium's workers, tokio's worker threads (ractor, kameo) and
+//!   `actix`'s arbiters (`actix-1arb` keeps one). `perf/scaling.sh` sets
+//!   it to the cores present.
 
 use std::env;
 use std::future::Future;
@@ -165,7 +170,8 @@ const RSS_LINE: &str = "rss-bytes-per-actor ";
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Contender {
     Proscenium,
-    /// Two arbiters, actors placed round-robin.
+    /// `COMPARE_WORKERS` arbiters (two by default), actors placed
+    /// round-robin.
     Actix,
     /// Everything on the System's arbiter.
     Actix1,
@@ -738,9 +744,21 @@ fn block_on<F: Future>(fut: F) -> F::Output {
     }
 }
 
+/// The threads each runtime gets (`COMPARE_WORKERS`, default 2).
+fn workers() -> usize {
+    static WORKERS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *WORKERS.get_or_init(|| {
+        env::var("COMPARE_WORKERS")
+            .ok()
+            .map(|s| s.parse().expect("COMPARE_WORKERS: a whole number"))
+            .unwrap_or(2)
+            .max(1)
+    })
+}
+
 fn tokio_runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(workers())
         .enable_all()
         .build()
         .expect("tokio runtime")
@@ -771,7 +789,7 @@ mod pro {
     fn system() -> ActorSystem {
         ActorSystem::builder()
             .name("compare")
-            .workers(2)
+            .workers(crate::workers())
             .build()
             .expect("proscenium system")
     }
@@ -2496,27 +2514,27 @@ fn run(w: Workload, c: Contender, p: &Params) -> RunResult {
     match (w, c) {
         (Workload::Rss, c) => rss_in_child(c, p),
         (Workload::PingPong, Contender::Proscenium) => pro::ping_pong(p),
-        (Workload::PingPong, Contender::Actix) => act::ping_pong(p, 2),
+        (Workload::PingPong, Contender::Actix) => act::ping_pong(p, workers()),
         (Workload::PingPong, Contender::Actix1) => act::ping_pong(p, 1),
         (Workload::PingPong, Contender::Ractor) => rac::ping_pong(p),
         (Workload::PingPong, Contender::Kameo) => kam::ping_pong(p),
         (Workload::FanIn, Contender::Proscenium) => pro::fan_in(p),
-        (Workload::FanIn, Contender::Actix) => act::fan_in(p, 2),
+        (Workload::FanIn, Contender::Actix) => act::fan_in(p, workers()),
         (Workload::FanIn, Contender::Actix1) => act::fan_in(p, 1),
         (Workload::FanIn, Contender::Ractor) => rac::fan_in(p),
         (Workload::FanIn, Contender::Kameo) => kam::fan_in(p),
         (Workload::Spawn, Contender::Proscenium) => pro::spawn_many(p),
-        (Workload::Spawn, Contender::Actix) => act::spawn_many(p, 2),
+        (Workload::Spawn, Contender::Actix) => act::spawn_many(p, workers()),
         (Workload::Spawn, Contender::Actix1) => act::spawn_many(p, 1),
         (Workload::Spawn, Contender::Ractor) => rac::spawn_many(p),
         (Workload::Spawn, Contender::Kameo) => kam::spawn_many(p),
         (Workload::Ring, Contender::Proscenium) => pro::ring(p),
-        (Workload::Ring, Contender::Actix) => act::ring(p, 2),
+        (Workload::Ring, Contender::Actix) => act::ring(p, workers()),
         (Workload::Ring, Contender::Actix1) => act::ring(p, 1),
         (Workload::Ring, Contender::Ractor) => rac::ring(p),
         (Workload::Ring, Contender::Kameo) => kam::ring(p),
         (Workload::Ask, Contender::Proscenium) => pro::ask(p),
-        (Workload::Ask, Contender::Actix) => act::ask(p, 2),
+        (Workload::Ask, Contender::Actix) => act::ask(p, workers()),
         (Workload::Ask, Contender::Actix1) => act::ask(p, 1),
         (Workload::Ask, Contender::Ractor) => rac::ask(p),
         (Workload::Ask, Contender::Kameo) => kam::ask(p),
@@ -2529,14 +2547,14 @@ fn run(w: Workload, c: Contender, p: &Params) -> RunResult {
             "kameo 0.22 has no router; kameo_actors' ActorPool is least-connections, not round-robin, and needs kameo's default features (tracing) for every kameo workload",
         ),
         (Workload::Timers, Contender::Proscenium) => pro::timers(p),
-        (Workload::Timers, Contender::Actix) => act::timers(p, 2),
+        (Workload::Timers, Contender::Actix) => act::timers(p, workers()),
         (Workload::Timers, Contender::Actix1) => act::timers(p, 1),
         (Workload::Timers, Contender::Ractor) => rac::timers(p),
         (Workload::Timers, Contender::Kameo) => no_feature(
             "kameo 0.22 has no actor timer (kameo_actors' Scheduler actor is a separate crate needing kameo's default features)",
         ),
         (Workload::Stop, Contender::Proscenium) => pro::stop(p),
-        (Workload::Stop, Contender::Actix) => act::stop(p, 2),
+        (Workload::Stop, Contender::Actix) => act::stop(p, workers()),
         (Workload::Stop, Contender::Actix1) => act::stop(p, 1),
         (Workload::Stop, Contender::Ractor) => rac::stop(p),
         (Workload::Stop, Contender::Kameo) => kam::stop(p),
@@ -2570,7 +2588,7 @@ fn child_main(name: &str) {
         .expect("COMPARE_RSS_N");
     let r = match c {
         Contender::Proscenium => pro::rss(n),
-        Contender::Actix => act::rss(n, 2),
+        Contender::Actix => act::rss(n, workers()),
         Contender::Actix1 => act::rss(n, 1),
         Contender::Ractor => rac::rss(n),
         Contender::Kameo => kam::rss(n),
@@ -2971,7 +2989,7 @@ fn main() {
     let (cores, cpu) = machine();
     println!("## proscenium vs actix, ractor, kameo (`benches/benches/compare.rs`)");
     println!();
-    println!("`actix`: two arbiters (threads), actors placed round-robin; `actix-1arb`: every actor on the System's arbiter (one thread). Both are actix; \"best peer\" takes the better of the two.");
+    println!("`actix`: {} arbiters (threads), actors placed round-robin; `actix-1arb`: every actor on the System's arbiter (one thread). Both are actix; \"best peer\" takes the better of the two.", workers());
     println!();
     println!(
         "Machine: {cores} cores (available_parallelism), CPU `{cpu}`. COMPARE_SCALE={}, COMPARE_REPS={} (median). Total {:.0} s.",
