@@ -22,11 +22,17 @@
 //! the last item triggers; so a lost wake-up leaves a worker parked
 //! forever, which loom reports as a deadlock.
 //!
+//! Since the reactor has a poll per worker (docs/decisions/0024), every
+//! worker may block in a driver of its own: `scheduler_submit_races_park_in_own_drivers`
+//! has both workers do so, each woken through the wake-up `Idle` is given,
+//! which names the worker.
+//!
 //! Mutations of `scheduler/src/{idle,park}.rs` these models were checked to
 //! catch (each reported as a deadlock): an unpark that never wakes the
 //! driver of a worker parked in it; a parker whose `park_driver` checks the
 //! token and sets the "in the driver" flag in two separate critical
-//! sections. (The fences and the re-check of `idle.rs` are also checked by
+//! sections; a driver wake-up that wakes worker 0's driver whatever the
+//! worker (`Idle::unpark` calling the wake-up with `0`). (The fences and the re-check of `idle.rs` are also checked by
 //! the models of the real loop in `worker.rs`.)
 #![cfg(loom)]
 
@@ -59,9 +65,10 @@ impl Eventfd {
 
 struct Pool {
     idle: Idle,
-    /// If set, worker 0 parks in this "driver" instead of on its condvar
-    /// (`Parker::park_driver`), and `Idle` wakes it through the eventfd.
-    driver: Option<Arc<Eventfd>>,
+    /// Worker `i` parks in `drivers[i]`, if there is one, instead of on its
+    /// condvar (`Parker::park_driver`), and `Idle` wakes it through that
+    /// eventfd.
+    drivers: Vec<Arc<Eventfd>>,
     /// Items queued and not yet taken.
     queued: AtomicUsize,
     /// Items run.
@@ -70,16 +77,25 @@ struct Pool {
 }
 
 impl Pool {
-    /// A pool of `workers`, with worker 0 parking in an I/O driver.
-    fn with_driver(workers: usize, total: usize) -> Arc<Pool> {
-        let driver = Arc::new(Eventfd {
-            set: Mutex::new(false),
-            condvar: Condvar::new(),
-        });
-        let wake = Arc::clone(&driver);
+    /// A pool of `workers`, the first `in_drivers` of them parking in an
+    /// I/O driver of their own.
+    fn with_drivers(workers: usize, in_drivers: usize, total: usize) -> Arc<Pool> {
+        let drivers: Vec<Arc<Eventfd>> = (0..in_drivers)
+            .map(|_| {
+                Arc::new(Eventfd {
+                    set: Mutex::new(false),
+                    condvar: Condvar::new(),
+                })
+            })
+            .collect();
+        let wake = drivers.clone();
         Arc::new(Pool {
-            idle: Idle::with_driver_wake(workers, move || wake.wake()),
-            driver: Some(driver),
+            idle: Idle::with_driver_wake(workers, move |worker| {
+                if let Some(driver) = wake.get(worker) {
+                    driver.wake();
+                }
+            }),
+            drivers,
             queued: AtomicUsize::new(0),
             ran: AtomicUsize::new(0),
             total,
@@ -132,11 +148,11 @@ impl Pool {
                 continue;
             }
             let block = |parker: &Parker| {
-                match (&self.driver, index) {
-                    (Some(driver), 0) => {
+                match self.drivers.get(index) {
+                    Some(driver) => {
                         let _ = parker.park_driver(|| driver.wait());
                     }
-                    _ => parker.park(),
+                    None => parker.park(),
                 }
                 // The model's driver has no I/O events to dispatch.
                 false
@@ -153,9 +169,9 @@ impl Pool {
     }
 }
 
-fn run_pool_model(workers: usize, submitters: usize) {
+fn run_pool_model(workers: usize, in_drivers: usize, submitters: usize) {
     loom::model(move || {
-        let pool = Pool::with_driver(workers, submitters);
+        let pool = Pool::with_drivers(workers, in_drivers, submitters);
         let worker_threads: Vec<_> = (0..workers)
             .map(|i| {
                 let pool = pool.clone();
@@ -184,11 +200,19 @@ fn run_pool_model(workers: usize, submitters: usize) {
 /// "in the driver" flag, read under the same lock as the token).
 #[test]
 fn scheduler_submit_races_park_in_driver() {
-    run_pool_model(1, 1);
+    run_pool_model(1, 1, 1);
 }
 
 /// Two workers, worker 0 in the driver and worker 1 on its condvar.
 #[test]
 fn scheduler_submit_races_park_in_driver_two_workers() {
-    run_pool_model(2, 1);
+    run_pool_model(2, 1, 1);
+}
+
+/// Two workers, each in a driver of its own (the reactor's poll per
+/// worker): the submit's wake-up must reach the driver of the worker it
+/// unparks.
+#[test]
+fn scheduler_submit_races_park_in_own_drivers() {
+    run_pool_model(2, 2, 1);
 }

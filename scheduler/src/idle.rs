@@ -38,13 +38,15 @@
 //! # Parking in the I/O driver
 //!
 //! [`Idle::park_with`] lets the worker choose how to block once the
-//! re-check found nothing: the one worker that holds the I/O driver blocks
-//! in its poll ([`Parker::park_driver`]) instead of on its condvar. That
+//! re-check found nothing: once the I/O reactor runs, each worker blocks in
+//! its own shard's poll ([`Parker::park_driver`]) instead of on its
+//! condvar. That
 //! changes only *how* it sleeps, not the handshake: the announcement, the
 //! fence and the re-check come first, exactly as above, and a notifier that
 //! pops this worker unparks its [`Parker`], which reports that the worker
 //! waits in the driver; `notify_one` then runs the driver wake-up given to
-//! [`Idle::with_driver_wake`] (the reactor's `mio::Waker`). The poll also
+//! [`Idle::with_driver_wake`] with that worker's index (its shard's
+//! `mio::Waker`). The poll also
 //! returns on I/O events; the worker dispatches them itself and, if that
 //! woke a task (into its own queue), leaves the park as
 //! [`Unparked::Polled`].
@@ -114,12 +116,12 @@ pub struct Idle {
     shutdown: CachePadded<AtomicBool>,
     parkers: Box<[CachePadded<Parker>]>,
     num_workers: usize,
-    /// Wakes the I/O driver, for a sleeper that blocks in it.
+    /// Wakes a worker's I/O driver, for a sleeper that blocks in it.
     driver_wake: Option<DriverWake>,
 }
 
-/// Wakes a worker blocked in the I/O driver's poll.
-struct DriverWake(Box<dyn Fn() + Send + Sync>);
+/// Wakes worker `i` (the argument) blocked in its I/O driver's poll.
+struct DriverWake(Box<dyn Fn(usize) + Send + Sync>);
 
 impl std::fmt::Debug for DriverWake {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -152,10 +154,11 @@ impl Idle {
     }
 
     /// As [`Idle::new`], for workers that may block in an I/O driver (see
-    /// [`Idle::park_with`]): `driver_wake` wakes that driver's poll.
+    /// [`Idle::park_with`]): `driver_wake(worker)` wakes the poll that
+    /// worker `worker` blocks in.
     pub fn with_driver_wake(
         num_workers: usize,
-        driver_wake: impl Fn() + Send + Sync + 'static,
+        driver_wake: impl Fn(usize) + Send + Sync + 'static,
     ) -> Idle {
         Idle {
             driver_wake: Some(DriverWake(Box::new(driver_wake))),
@@ -167,8 +170,20 @@ impl Idle {
     fn unpark(&self, worker: usize) {
         if self.parkers[worker].unpark() {
             if let Some(wake) = &self.driver_wake {
-                (wake.0)();
+                (wake.0)(worker);
             }
+        }
+    }
+
+    /// Wakes every parked worker's blocking step once, without waking it
+    /// as a worker: it is still a sleeper, so it blocks again (`park_with`
+    /// treats the return as a stale token), through its `block` closure,
+    /// which may now choose another way to sleep. The reactor's first
+    /// registration calls it, so that workers parked on their condvars
+    /// move into their shards' polls. Changes no count.
+    pub fn nudge_all(&self) {
+        for worker in 0..self.parkers.len() {
+            self.unpark(worker);
         }
     }
 

@@ -105,6 +105,8 @@ mod pin;
 #[cfg(not(loom))]
 mod reactor;
 mod runnable;
+#[cfg(not(loom))]
+mod scheduled_io;
 #[cfg_attr(not(loom), allow(unreachable_pub))]
 mod scheduler;
 #[cfg(not(loom))]

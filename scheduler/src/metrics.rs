@@ -10,7 +10,8 @@ use crate::sync::{AtomicU64, Ordering};
 
 /// One worker's counters. Every field has one writer (a Relaxed load +
 /// store, no read-modify-write) and is read by anyone: the owning worker,
-/// except `lifo_rescued`, written only by the timer thread's stall monitor.
+/// except `lifo_rescued` and `io_rescued`, written only by the timer
+/// thread's stall monitor.
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
     pub(crate) runs: AtomicU64,
@@ -19,6 +20,7 @@ pub(crate) struct Counters {
     pub(crate) parks: AtomicU64,
     pub(crate) panics: AtomicU64,
     pub(crate) lifo_rescued: AtomicU64,
+    pub(crate) io_rescued: AtomicU64,
 }
 
 impl Counters {
@@ -44,6 +46,7 @@ impl Counters {
             parks: self.parks.load(Ordering::Relaxed),
             panics: self.panics.load(Ordering::Relaxed),
             lifo_rescued: self.lifo_rescued.load(Ordering::Relaxed),
+            io_rescued: self.io_rescued.load(Ordering::Relaxed),
         }
     }
 }
@@ -66,6 +69,11 @@ pub struct WorkerMetrics {
     /// because the worker's run went on for a whole monitor tick while they
     /// waited (they were handed to the injector, for any worker to run).
     pub lifo_rescued: u64,
+    /// Times the stall monitor polled this worker's shard of the I/O
+    /// reactor and woke tasks, because the worker's run went on for a
+    /// whole monitor tick while its sockets had events (the tasks were
+    /// handed to the injector, for any worker to run).
+    pub io_rescued: u64,
 }
 
 impl WorkerMetrics {
@@ -77,6 +85,7 @@ impl WorkerMetrics {
             parks: self.parks + other.parks,
             panics: self.panics + other.panics,
             lifo_rescued: self.lifo_rescued + other.lifo_rescued,
+            io_rescued: self.io_rescued + other.io_rescued,
         }
     }
 }

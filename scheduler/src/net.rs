@@ -51,8 +51,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-pub use crate::reactor::SchedulerShutDown;
-use crate::reactor::{Direction, Reactor, Registration};
+use crate::reactor::{Direction, Placement, Reactor, Registration};
+pub use crate::scheduled_io::SchedulerShutDown;
 use crate::scheduler::Handle;
 use futures_io::{AsyncRead, AsyncWrite};
 use mio::Interest;
@@ -80,14 +80,20 @@ pub fn is_shut_down(error: &io::Error) -> bool {
         .is_some_and(|inner| inner.is::<SchedulerShutDown>())
 }
 
-/// After the registration that created the reactor's poll: wakes a parked
-/// worker (if none searches), which takes the poll when it parks again.
+/// After the registration that created the reactor's polls: nudges every
+/// parked worker, which blocks in its own shard's poll from then on.
 /// (Every worker may be parked on its condvar; a searching or running one
-/// takes the poll when it next parks.)
+/// blocks in its poll when it next parks.)
 fn announce(handle: &Handle, registration: &Registration) {
     if registration.started_reactor() {
-        handle.shared.idle.notify_one();
+        handle.shared.idle.nudge_all();
     }
+}
+
+/// Where a source registered through `handle` by the calling thread goes:
+/// the shard of the worker this thread is, if it is one of `handle`'s.
+fn here(handle: &Handle) -> Placement {
+    Placement::Current(handle.shared.current_index())
 }
 
 /// A TCP socket listening for connections, registered with a scheduler's
@@ -104,7 +110,7 @@ impl TcpListener {
     /// down.
     pub fn bind(handle: &Handle, addr: SocketAddr) -> io::Result<TcpListener> {
         let mio = mio::net::TcpListener::bind(addr)?;
-        let listener = TcpListener::register(&handle.shared.reactor, mio)?;
+        let listener = TcpListener::register(&handle.shared.reactor, mio, here(handle))?;
         announce(handle, &listener.registration);
         Ok(listener)
     }
@@ -115,18 +121,27 @@ impl TcpListener {
         let listener = TcpListener::register(
             &handle.shared.reactor,
             mio::net::TcpListener::from_std(listener),
+            here(handle),
         )?;
         announce(handle, &listener.registration);
         Ok(listener)
     }
 
-    fn register(reactor: &Reactor, mut mio: mio::net::TcpListener) -> io::Result<TcpListener> {
-        let registration = reactor.register(&mut mio, Interest::READABLE)?;
+    fn register(
+        reactor: &Reactor,
+        mut mio: mio::net::TcpListener,
+        placement: Placement,
+    ) -> io::Result<TcpListener> {
+        let registration = reactor.register(&mut mio, Interest::READABLE, placement)?;
         Ok(TcpListener { mio, registration })
     }
 
     /// Accepts a connection: the stream (registered with the same reactor)
-    /// and the peer's address.
+    /// and the peer's address. The accepted connections go to the workers'
+    /// shards of the reactor in turn, whichever worker accepts them: each
+    /// worker then sees the I/O events of its share of the connections,
+    /// and their tasks run where the events are seen
+    /// (docs/decisions/0024-per-core-scaling.md).
     pub async fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
         poll_fn(|cx| self.poll_accept(cx)).await
     }
@@ -139,7 +154,8 @@ impl TcpListener {
             .poll_io(cx, Direction::Read, || self.mio.accept());
         match accepted {
             Poll::Ready(Ok((mio, peer))) => Poll::Ready(
-                TcpStream::register(self.registration.reactor(), mio).map(|s| (s, peer)),
+                TcpStream::register(self.registration.reactor(), mio, Placement::Spread)
+                    .map(|s| (s, peer)),
             ),
             Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
             Poll::Pending => Poll::Pending,
@@ -180,7 +196,7 @@ impl TcpStream {
     /// unreachable, ...) or if the scheduler shut down.
     pub async fn connect(handle: &Handle, addr: SocketAddr) -> io::Result<TcpStream> {
         let mio = mio::net::TcpStream::connect(addr)?;
-        let stream = TcpStream::register(&handle.shared.reactor, mio)?;
+        let stream = TcpStream::register(&handle.shared.reactor, mio, here(handle))?;
         announce(handle, &stream.registration);
         poll_fn(|cx| stream.poll_connected(cx)).await?;
         Ok(stream)
@@ -214,13 +230,19 @@ impl TcpStream {
         let stream = TcpStream::register(
             &handle.shared.reactor,
             mio::net::TcpStream::from_std(stream),
+            here(handle),
         )?;
         announce(handle, &stream.registration);
         Ok(stream)
     }
 
-    fn register(reactor: &Reactor, mut mio: mio::net::TcpStream) -> io::Result<TcpStream> {
-        let registration = reactor.register(&mut mio, Interest::READABLE | Interest::WRITABLE)?;
+    fn register(
+        reactor: &Reactor,
+        mut mio: mio::net::TcpStream,
+        placement: Placement,
+    ) -> io::Result<TcpStream> {
+        let registration =
+            reactor.register(&mut mio, Interest::READABLE | Interest::WRITABLE, placement)?;
         Ok(TcpStream { mio, registration })
     }
 
@@ -366,5 +388,44 @@ impl AsyncWrite for &TcpStream {
     /// open (see [`TcpStream::shutdown`]).
     fn poll_close(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Poll::Ready(self.shutdown(Shutdown::Write))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Scheduler;
+
+    #[test]
+    fn accepted_connections_are_spread_over_the_workers_shards() {
+        let s = Scheduler::builder()
+            .workers(2)
+            .pin_workers(false)
+            .build()
+            .expect("a scheduler");
+        let handle = s.handle().clone();
+        let listener = TcpListener::bind(&handle, ([127, 0, 0, 1], 0).into()).expect("bind");
+        let addr = listener.local_addr().expect("an address");
+        let peers: Vec<_> = (0..4)
+            .map(|_| std::net::TcpStream::connect(addr).expect("connect"))
+            .collect();
+        // All four accepted by one task on one worker.
+        let shards = handle
+            .spawn(async move {
+                let mut shards = Vec::new();
+                for _ in 0..4 {
+                    let (stream, _) = listener.accept().await.expect("accept");
+                    shards.push(stream.registration.shard());
+                }
+                shards
+            })
+            .wait()
+            .expect("the accepting task");
+        drop(peers);
+        assert!(
+            shards.windows(2).all(|w| w[0] != w[1]),
+            "in turn: {shards:?}"
+        );
+        assert_eq!(shards.iter().filter(|&&s| s == 0).count(), 2, "{shards:?}");
     }
 }

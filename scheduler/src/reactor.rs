@@ -1,44 +1,65 @@
-//! The I/O reactor: a mio `Poll` created on the first registration (a
-//! scheduler that never does I/O pays nothing: no file descriptor) and
-//! driven by the workers themselves, tokio's design: a worker about to park
-//! takes the poll if no other worker holds it and blocks in it instead of
-//! on its condvar ([`Reactor::park`]); the others park on their condvars as
-//! before. A submit that must wake the worker in the poll does so through
-//! the [`mio::Waker`] ([`Reactor::unpark_driver`], called by `Idle`). The
-//! events it finds it dispatches itself, so the tasks they wake land in its
-//! own queue and it runs them next: no hop through another thread, no
-//! futex wake. A running worker also polls without blocking every
-//! `INJECTOR_INTERVAL` runs if the poll is free ([`Reactor::poll_now`]), so
-//! I/O is not starved while every worker is busy. (The first design, a
-//! dedicated reactor thread, is measured against this one in
-//! docs/decisions/0010-io-reactor.md.)
+//! The I/O reactor: one mio `Poll` per worker (a shard), created for every
+//! worker on the first registration (a scheduler that never does I/O pays
+//! nothing: no file descriptor), each polled by its own worker. A worker
+//! about to park blocks in its own shard's poll instead of on its condvar
+//! ([`Reactor::park`]); a submit that must wake it does so through the
+//! shard's [`mio::Waker`] ([`Reactor::unpark_driver`], called by `Idle`).
+//! The events it finds it dispatches itself, so the tasks they wake land in
+//! its own queue and it runs them next: no hop through another thread, no
+//! futex wake. A running worker also polls its shard without blocking
+//! every `INJECTOR_INTERVAL` runs and whenever its queues run dry
+//! ([`Reactor::poll_now`]), so its I/O is not starved while it is busy;
+//! and the timer thread's stall monitor polls the shard of a worker stuck
+//! in one run ([`Reactor::rescue`]), so a handler that runs long delays
+//! its worker's I/O by about a monitor tick, not the whole run.
 //!
-//! Each registered source gets a slot in a slab; its mio [`Token`] packs
-//! the slot's index and generation. The slot holds a [`ScheduledIo`]: the
-//! source's readiness bits (one atomic word, with a tick counter) and a
-//! read waker and a write waker (tokio's `ScheduledIo` is the model). The
-//! polling worker turns each event into readiness bits and wakes the
+//! Why a poll per worker (docs/decisions/0024-per-core-scaling.md): with
+//! one poll, held by one parked worker at a time (tokio's design, this
+//! reactor's first), every readiness event of every socket went through
+//! that worker, and the tasks it woke had to be stolen by the others: on
+//! 16 cores the HTTP server ran at half actix-web's rate at 32
+//! connections. Here a source belongs to one shard for its life: a
+//! connection's events are seen by the worker that owns its shard, its
+//! task is woken into that worker's queue and runs there (unless an idle
+//! worker steals it), and the workers share no reactor state on the way.
+//!
+//! Placement ([`Placement`]): a source registered by code running on one
+//! of this scheduler's workers joins that worker's shard (its task runs
+//! there already); a source registered from another thread, and every
+//! connection a listener accepts, goes to the next shard in turn, so the
+//! connections of one acceptor are spread over the workers (actix-web's
+//! accept thread does the same).
+//!
+//! Each shard has a slab of slots for its sources; a mio [`Token`] packs
+//! the slot's index and generation. The slot holds a [`ScheduledIo`]
+//! (scheduled_io.rs): the source's readiness bits and its wakers. The
+//! polling thread turns each event into readiness bits and wakes the
 //! wakers; an I/O future polls [`Registration::poll_io`], which tries the
 //! operation while the readiness bit is set, clears it on `WouldBlock` and
-//! re-arms its waker (see [`ScheduledIo::poll_ready`] for why no edge is
-//! lost).
+//! re-arms its waker.
 //!
-//! Registering is a lock and a syscall on the caller's thread. Deregistering removes the source from mio's
-//! registry *before* freeing its slot and bumps the slot's generation, so
-//! an event already read for a freed (or reused) slot carries an old
-//! generation and is ignored.
+//! Registering is a lock of the shard's slab and a syscall on the caller's
+//! thread. Deregistering removes the source from mio's registry *before*
+//! freeing its slot and bumps the slot's generation, so an event already
+//! read for a freed (or reused) slot carries an old generation and is
+//! ignored.
 //!
 //! [`Reactor::shutdown`] (called by the scheduler's quiesce and drop) stops
-//! the polling (waking the worker in the poll through the [`mio::Waker`];
-//! no worker takes the poll afterwards) and marks every source shut down,
-//! waking its wakers: a pending I/O future then fails with an
+//! the polling (waking every worker in its poll through its
+//! [`mio::Waker`]; no worker polls afterwards) and marks every source shut
+//! down, waking its wakers: a pending I/O future then fails with an
 //! [`io::ErrorKind::Other`] error "scheduler shut down" (whose inner error
 //! is a [`SchedulerShutDown`], which [`crate::net::is_shut_down`] tells
 //! apart from the reactor's other `Other` errors); a registration
 //! afterwards fails the same way.
 
 use crate::park::Parker;
-use crate::sync::{lock, try_lock, Arc, AtomicBool, AtomicUsize, Mutex, Ordering};
+pub(crate) use crate::scheduled_io::{shut_down_error, Direction};
+use crate::scheduled_io::{
+    ReadyEvent, ScheduledIo, READABLE, READ_CLOSED, SHUTDOWN, WRITABLE, WRITE_CLOSED,
+};
+use crate::sync::{lock, try_lock, Arc, AtomicBool, AtomicUsize, Mutex, OnceLock, Ordering};
+use crossbeam_utils::CachePadded;
 use mio::event::Source;
 use mio::{Events, Interest, Token};
 use std::fmt;
@@ -46,240 +67,44 @@ use std::io;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-/// Readiness bit: a read may make progress.
-const READABLE: usize = 1;
-/// Readiness bit: a write may make progress.
-const WRITABLE: usize = 1 << 1;
-/// The reactor shut down: every operation fails.
-const SHUTDOWN: usize = 1 << 2;
-/// The read half is closed by the peer (EOF) or an error is pending: a
-/// read makes progress (it returns 0 or the error) for ever after. Never
-/// cleared, so that a read that saw data and the EOF in one edge, and
-/// cleared `READABLE` after a short read, still reaches the EOF.
-const READ_CLOSED: usize = 1 << 3;
-/// The write half is closed or an error is pending (as `READ_CLOSED`).
-const WRITE_CLOSED: usize = 1 << 4;
-/// The bits that stay set once set (`ScheduledIo::clear_readiness` keeps
-/// them).
-const FINAL: usize = READ_CLOSED | WRITE_CLOSED;
-/// The readiness bits of [`ScheduledIo::readiness`]; the rest is the tick.
-const READY_MASK: usize = READABLE | WRITABLE | SHUTDOWN | FINAL;
-/// Shift of the tick (count of readiness updates, wrapping) in the word.
-const TICK_SHIFT: u32 = 8;
-/// Largest tick value.
-const TICK_MAX: usize = usize::MAX >> TICK_SHIFT;
-
 /// Bits of a token that hold the slot index.
 const INDEX_BITS: u32 = 24;
 /// Mask of the slot index in a token.
 const INDEX_MASK: usize = (1 << INDEX_BITS) - 1;
 /// Largest generation (wraps to 0).
 const GENERATION_MAX: usize = usize::MAX >> INDEX_BITS;
-/// Slots at most: one index is kept free so that no slot's token can equal
-/// [`WAKER_TOKEN`].
+/// Slots at most per shard: one index is kept free so that no slot's token
+/// can equal [`WAKER_TOKEN`].
 const MAX_SOURCES: usize = INDEX_MASK;
-/// The token of the reactor's [`mio::Waker`].
+/// The token of each shard's [`mio::Waker`].
 const WAKER_TOKEN: Token = Token(usize::MAX);
 /// Events read per `poll` call.
 const EVENTS_CAPACITY: usize = 1024;
 
-/// The inner error of the [`io::Error`] every I/O operation fails with once
-/// the scheduler shut down (see [`crate::net::is_shut_down`]).
+/// Which shard a new source joins.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SchedulerShutDown;
-
-impl fmt::Display for SchedulerShutDown {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("scheduler shut down")
-    }
+pub(crate) enum Placement {
+    /// The shard of the worker `Some(index)` registering it (the caller
+    /// runs on it), or the next shard in turn from any other thread.
+    Current(Option<usize>),
+    /// The next shard in turn (the connections a listener accepts).
+    Spread,
 }
 
-impl std::error::Error for SchedulerShutDown {}
-
-/// The error every I/O operation fails with once the scheduler shut down:
-/// kind `Other` (as before it had a type), message "scheduler shut down",
-/// inner error [`SchedulerShutDown`].
-pub(crate) fn shut_down_error() -> io::Error {
-    io::Error::other(SchedulerShutDown)
-}
-
-/// Which half of a source an operation waits for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Direction {
-    Read,
-    Write,
-}
-
-impl Direction {
-    fn mask(self) -> usize {
-        match self {
-            Direction::Read => READABLE | READ_CLOSED,
-            Direction::Write => WRITABLE | WRITE_CLOSED,
-        }
-    }
-}
-
-/// A readiness observed by [`ScheduledIo::poll_ready`]: what to clear if
-/// the operation then hits `WouldBlock`, and at which tick it was seen.
-#[derive(Debug, Clone, Copy)]
-#[must_use]
-pub(crate) struct ReadyEvent {
-    tick: usize,
-    ready: usize,
-}
-
-/// The wakers of one source's two directions.
-#[derive(Default)]
-struct Waiters {
-    reader: Option<Waker>,
-    writer: Option<Waker>,
-}
-
-/// One registered source's readiness and wakers.
-pub(crate) struct ScheduledIo {
-    /// `READABLE | WRITABLE | SHUTDOWN | READ_CLOSED | WRITE_CLOSED` plus
-    /// a tick (bits `TICK_SHIFT..`) that every readiness update
-    /// increments. Set by the polling worker and by shutdown; cleared
-    /// (only `READABLE` or `WRITABLE`, only if the tick is unchanged) by
-    /// the I/O future that hit `WouldBlock` or made a short read or write.
-    readiness: AtomicUsize,
-    /// Locked by the future that registers its waker and by the polling
-    /// worker that takes it: the lock is what orders "set bit, take waker"
-    /// against "store waker, re-check bit" (see `poll_ready`).
-    waiters: Mutex<Waiters>,
-}
-
-impl ScheduledIo {
-    fn new() -> ScheduledIo {
-        ScheduledIo {
-            readiness: AtomicUsize::new(0),
-            waiters: Mutex::new(Waiters::default()),
-        }
-    }
-
-    /// Adds `bits` to the readiness and bumps the tick.
-    fn set_readiness(&self, bits: usize) {
-        let mut current = self.readiness.load(Ordering::Acquire);
-        loop {
-            let tick = ((current >> TICK_SHIFT) + 1) & TICK_MAX;
-            let next = (tick << TICK_SHIFT) | (current & READY_MASK) | bits;
-            // AcqRel: the Release pairs with the Acquire loads in
-            // `poll_ready` and `clear_readiness`; the Acquire with the
-            // clearing compare-and-swap. (No lost wake-up rests on this
-            // ordering: see `poll_ready`.)
-            match self.readiness.compare_exchange_weak(
-                current,
-                next,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => return,
-                Err(actual) => current = actual,
-            }
-        }
-    }
-
-    /// Moves the wakers interested in `bits` into `out`.
-    fn take_wakers(&self, bits: usize, out: &mut Vec<Waker>) {
-        let mut waiters = lock(&self.waiters);
-        if bits & (READABLE | READ_CLOSED | SHUTDOWN) != 0 {
-            out.extend(waiters.reader.take());
-        }
-        if bits & (WRITABLE | WRITE_CLOSED | SHUTDOWN) != 0 {
-            out.extend(waiters.writer.take());
-        }
-    }
-
-    /// What `readiness` says for `direction`, if anything.
-    fn check(current: usize, direction: Direction) -> Option<io::Result<ReadyEvent>> {
-        if current & SHUTDOWN != 0 {
-            return Some(Err(shut_down_error()));
-        }
-        let ready = current & direction.mask();
-        (ready != 0).then_some(Ok(ReadyEvent {
-            tick: current >> TICK_SHIFT,
-            ready,
-        }))
-    }
-
-    /// Ready when `direction` may make progress (or the reactor shut down:
-    /// then an error); otherwise stores the waker and is pending.
-    ///
-    /// No lost wake-up: the polling worker sets the bit, then locks
-    /// `waiters` to take the waker; this stores the waker under that lock,
-    /// then loads the bits again. If the reactor's lock comes first, the
-    /// re-check sees the bit; if this lock comes first, the reactor finds
-    /// the waker.
-    pub(crate) fn poll_ready(
-        &self,
-        cx: &mut Context<'_>,
-        direction: Direction,
-    ) -> Poll<io::Result<ReadyEvent>> {
-        // Acquire: pairs with the AcqRel update in `set_readiness`.
-        if let Some(ready) = Self::check(self.readiness.load(Ordering::Acquire), direction) {
-            return Poll::Ready(ready);
-        }
-        let mut waiters = lock(&self.waiters);
-        let slot = match direction {
-            Direction::Read => &mut waiters.reader,
-            Direction::Write => &mut waiters.writer,
-        };
-        match slot {
-            Some(waker) if waker.will_wake(cx.waker()) => {}
-            _ => *slot = Some(cx.waker().clone()),
-        }
-        // Acquire: as above; under the lock (see the doc comment).
-        match Self::check(self.readiness.load(Ordering::Acquire), direction) {
-            Some(Err(e)) => {
-                // Shut down since the first check: the sweep may have run
-                // already, so take the waker back (a stored waker keeps its
-                // task, and the task this source, alive).
-                *slot = None;
-                Poll::Ready(Err(e))
-            }
-            Some(ready) => Poll::Ready(ready),
-            None => Poll::Pending,
-        }
-    }
-
-    /// Clears what `event` saw, unless an update came since (its tick
-    /// moved on): that update may be a new edge, which must not be lost.
-    /// The final bits (`READ_CLOSED`, `WRITE_CLOSED`) stay.
-    pub(crate) fn clear_readiness(&self, event: ReadyEvent) {
-        // Acquire: pairs with the AcqRel update in `set_readiness`.
-        let mut current = self.readiness.load(Ordering::Acquire);
-        loop {
-            if current >> TICK_SHIFT != event.tick {
-                return;
-            }
-            let next = current & !(event.ready & !FINAL);
-            // AcqRel: pairs with `set_readiness` (the tick check above is
-            // what keeps a newer edge).
-            match self.readiness.compare_exchange_weak(
-                current,
-                next,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => return,
-                Err(actual) => current = actual,
-            }
-        }
-    }
-}
-
-/// What the polling worker needs besides the slab, shared with every
-/// registration (which deregisters through `registry`).
+/// A shard's registry and waker, shared with every registration of the
+/// shard (which deregisters through `registry`).
 struct Driver {
     /// A clone of the `Poll`'s registry (the `Poll` itself is in
-    /// `ReactorInner::poller`).
+    /// `Shard::poller`).
     registry: mio::Registry,
-    /// Wakes the worker blocked in `poll` (for a submit, and for shutdown).
+    /// Wakes the worker blocked in this shard's `poll` (for a submit, and
+    /// for shutdown).
     waker: mio::Waker,
 }
 
-/// The poll and what a turn of it needs; held (locked) by the one worker
-/// that polls.
+/// A shard's poll and what a turn of it needs; held (locked) by whoever
+/// polls: its worker (blocking or not) or the stall monitor (never
+/// blocking).
 struct Poller {
     poll: mio::Poll,
     events: Events,
@@ -287,44 +112,53 @@ struct Poller {
     wakers: Vec<Waker>,
 }
 
-enum Phase {
-    /// No source was ever registered: no descriptor.
-    NotStarted,
-    Running {
-        driver: Arc<Driver>,
-    },
-    ShutDown,
-}
-
 struct Slot {
     generation: usize,
     io: Option<Arc<ScheduledIo>>,
 }
 
-struct State {
-    phase: Phase,
-    /// The driver until [`Reactor::close`] (kept past `shutdown`, so that a
-    /// worker still in the poll can be woken).
-    waker_driver: Option<Arc<Driver>>,
-    slab: Vec<Slot>,
+/// A shard's sources.
+#[derive(Default)]
+struct Slab {
+    slots: Vec<Slot>,
     /// Indices of free slots.
     free: Vec<usize>,
 }
 
-struct ReactorInner {
-    /// Phase, slab and free list. Locked by registration, deregistration,
-    /// shutdown, and by the polling worker once per batch of events.
-    state: Mutex<State>,
-    /// The poll: `None` until the first registration and after `close`.
-    /// A worker takes it with `try_lock` (never waits for it): whoever holds
-    /// the lock is the one worker that polls.
+/// One worker's part of the reactor.
+struct Shard {
+    /// The shard's sources. Locked by registration and deregistration (on
+    /// whatever thread), by shutdown, and by the polling thread once per
+    /// batch of events. Also where a registration checks `stop`.
+    slab: Mutex<Slab>,
+    /// The poll: `None` after `close`. Its worker locks it to poll (and
+    /// holds it while blocked in the poll); anyone else only `try_lock`s
+    /// it, so no thread ever waits for a worker's poll.
     poller: Mutex<Option<Poller>>,
-    /// Set once, by `start`: lets a running worker skip the poll with one
-    /// load of a line nobody writes afterwards.
-    started: AtomicBool,
-    /// Set once, by `shutdown` (under `state`'s lock); read before taking
-    /// the poll and each time `poll` returns.
+    /// The registry and waker: `None` after `close`.
+    driver: Mutex<Option<Arc<Driver>>>,
+}
+
+enum Phase {
+    /// No source was ever registered: no descriptor.
+    NotStarted,
+    Running,
+    ShutDown,
+}
+
+struct ReactorInner {
+    /// Start and shutdown, serialised.
+    phase: Mutex<Phase>,
+    /// One shard per worker, by worker index; set once, by the first
+    /// registration (under `phase`'s lock). A running worker skips the
+    /// poll with one load of this (a line nobody writes afterwards).
+    shards: OnceLock<Box<[CachePadded<Shard>]>>,
+    /// Set once, by `shutdown`; read before taking a poll, each time a
+    /// poll returns, and by a registration under its shard's slab lock.
     stop: AtomicBool,
+    /// The next shard for a source placed in turn.
+    next: AtomicUsize,
+    workers: usize,
 }
 
 /// The scheduler's reactor (a cheap handle; `Shared` holds one).
@@ -335,42 +169,71 @@ pub(crate) struct Reactor {
 
 impl fmt::Debug for Reactor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Reactor").finish_non_exhaustive()
+        f.debug_struct("Reactor")
+            .field("workers", &self.inner.workers)
+            .finish_non_exhaustive()
     }
 }
 
 impl Reactor {
-    pub(crate) fn new() -> Reactor {
+    /// A reactor for `workers` workers (one shard each, once started).
+    pub(crate) fn new(workers: usize) -> Reactor {
         Reactor {
-            inner: Arc::new(ReactorInner::new()),
+            inner: Arc::new(ReactorInner {
+                phase: Mutex::new(Phase::NotStarted),
+                shards: OnceLock::new(),
+                stop: AtomicBool::new(false),
+                next: AtomicUsize::new(0),
+                workers,
+            }),
         }
     }
 
-    /// Registers `source` for `interest` (edge-triggered), creating the
-    /// poll if this is the first registration (then
-    /// [`Registration::started_reactor`] says so: the caller must wake a
-    /// parked worker, which takes the poll when it parks again).
+    /// Registers `source` for `interest` (edge-triggered) with the shard
+    /// `placement` picks, creating every shard's poll if this is the first
+    /// registration (then [`Registration::started_reactor`] says so: the
+    /// caller must nudge the parked workers, which block in their polls
+    /// once they park again).
     pub(crate) fn register(
         &self,
         source: &mut impl Source,
         interest: Interest,
+        placement: Placement,
     ) -> io::Result<Registration> {
-        let (driver, token, io, started_reactor) = {
-            let mut state = lock(&self.inner.state);
-            let (driver, started) = match &state.phase {
-                Phase::Running { driver, .. } => (Arc::clone(driver), false),
-                Phase::ShutDown => return Err(shut_down_error()),
-                Phase::NotStarted => (self.start(&mut state)?, true),
-            };
-            let (token, io) = state.allocate()?;
-            (driver, token, io, started)
+        let (shards, started_reactor) = match self.inner.shards.get() {
+            Some(shards) => (&shards[..], false),
+            None => self.start()?,
+        };
+        let shard_index = match placement {
+            Placement::Current(Some(index)) if index < shards.len() => index,
+            Placement::Current(_) | Placement::Spread => {
+                // Relaxed: only spreads sources; any value is a valid shard.
+                self.inner.next.fetch_add(1, Ordering::Relaxed) % shards.len()
+            }
+        };
+        let shard = &shards[shard_index];
+        let (token, io) = {
+            let mut slab = lock(&shard.slab);
+            // SeqCst: pairs with the store in `shutdown`, which then sweeps
+            // this slab under its lock: a source allocated before the sweep
+            // is failed by it; one after sees `stop` here.
+            if self.inner.stop.load(Ordering::SeqCst) {
+                return Err(shut_down_error());
+            }
+            slab.allocate()?
+        };
+        let driver = lock(&shard.driver).clone();
+        let Some(driver) = driver else {
+            shard.release(token);
+            return Err(shut_down_error());
         };
         if let Err(e) = driver.registry.register(source, token, interest) {
-            self.inner.release(token);
+            shard.release(token);
             return Err(e);
         }
         Ok(Registration {
             reactor: self.clone(),
+            shard: shard_index,
             driver,
             token,
             io,
@@ -378,43 +241,62 @@ impl Reactor {
         })
     }
 
-    /// Creates the `Poll` and its waker, and leaves the poll for a worker.
-    fn start(&self, state: &mut State) -> io::Result<Arc<Driver>> {
-        let poll = mio::Poll::new()?;
-        let driver = Arc::new(Driver {
-            registry: poll.registry().try_clone()?,
-            waker: mio::Waker::new(poll.registry(), WAKER_TOKEN)?,
-        });
-        *lock(&self.inner.poller) = Some(Poller {
-            poll,
-            events: Events::with_capacity(EVENTS_CAPACITY),
-            wakers: Vec::new(),
-        });
-        // Release: pairs with the Relaxed hint load in `poll_now` only as a
-        // hint; the poll itself is published by `poller`'s lock.
-        self.inner.started.store(true, Ordering::Release);
-        state.phase = Phase::Running {
-            driver: Arc::clone(&driver),
-        };
-        state.waker_driver = Some(Arc::clone(&driver));
-        Ok(driver)
+    /// Creates every shard's `Poll` and waker (the first registration).
+    /// Returns the shards and whether this call created them.
+    #[cold]
+    fn start(&self) -> io::Result<(&[CachePadded<Shard>], bool)> {
+        let mut phase = lock(&self.inner.phase);
+        match *phase {
+            Phase::ShutDown => return Err(shut_down_error()),
+            Phase::Running => {
+                let shards = self.inner.shards.get().expect("running: shards are set");
+                return Ok((shards, false));
+            }
+            Phase::NotStarted => {}
+        }
+        let mut shards = Vec::with_capacity(self.inner.workers);
+        for _ in 0..self.inner.workers {
+            let poll = mio::Poll::new()?;
+            let driver = Arc::new(Driver {
+                registry: poll.registry().try_clone()?,
+                waker: mio::Waker::new(poll.registry(), WAKER_TOKEN)?,
+            });
+            shards.push(CachePadded::new(Shard {
+                slab: Mutex::new(Slab::default()),
+                poller: Mutex::new(Some(Poller {
+                    poll,
+                    events: Events::with_capacity(EVENTS_CAPACITY),
+                    wakers: Vec::new(),
+                })),
+                driver: Mutex::new(Some(driver)),
+            }));
+        }
+        let shards = self.inner.shards.get_or_init(|| shards.into_boxed_slice());
+        *phase = Phase::Running;
+        Ok((shards, true))
     }
 
-    /// The blocking step of a parking worker (`Idle::park_with`, after the
-    /// announcement, the fence and the re-check): if the poll is free,
-    /// block in it until an I/O event or [`unpark_driver`](Self::unpark_driver),
-    /// then dispatch the events; otherwise park on the condvar. Returns
+    /// The blocking step of parking worker `worker` (`Idle::park_with`,
+    /// after the announcement, the fence and the re-check): once the
+    /// reactor runs, block in this worker's poll until an I/O event or
+    /// [`unpark_driver`](Self::unpark_driver), then dispatch the events;
+    /// before that (and after shutdown), park on the condvar. Returns
     /// whether the events woke tasks (into this worker's queue).
-    pub(crate) fn park(&self, parker: &Parker) -> bool {
-        let Some(mut guard) = try_lock(&self.inner.poller) else {
+    pub(crate) fn park(&self, parker: &Parker, worker: usize) -> bool {
+        let Some(shard) = self.inner.shards.get().and_then(|s| s.get(worker)) else {
             parker.park();
             return false;
         };
+        // A blocking lock: only this worker blocks while holding it; anyone
+        // else holds it for one non-blocking poll at most. Taking it with
+        // `try_lock` instead could park this worker on its condvar while
+        // its sockets' events wait in the poll unseen.
+        let mut guard = lock(&shard.poller);
         // SeqCst: pairs with the store in `shutdown`, which then wakes the
         // poll: a worker that read `false` here and blocks is woken by that
         // wake (an eventfd write: still seen by a poll that starts after
-        // it); one that reads `true` parks on its condvar and never takes
-        // the poll again, so `close` can drop it once the workers exit.
+        // it); one that reads `true` parks on its condvar and never polls
+        // again, so `close` can drop the poll once the workers exit.
         let stopped = self.inner.stop.load(Ordering::SeqCst);
         let Some(poller) = guard.as_mut().filter(|_| !stopped) else {
             drop(guard);
@@ -424,98 +306,130 @@ impl Reactor {
         let Poller { poll, events, .. } = poller;
         match parker.park_driver(|| poll.poll(events, None)) {
             None => false,
-            Some(result) => self.inner.dispatch(&mut guard, result),
+            Some(result) => self.inner.dispatch(shard, &mut guard, result),
         }
     }
 
-    /// A running worker's check for I/O (every `INJECTOR_INTERVAL` runs):
-    /// if the poll exists and no worker holds it, poll without blocking and
-    /// dispatch. Keeps I/O going while every worker is busy.
+    /// Worker `worker`'s look at its shard while it runs (every
+    /// `INJECTOR_INTERVAL` runs, and when its queues are empty before it
+    /// searches): poll without blocking and dispatch. Returns whether the
+    /// events woke tasks. One load when the reactor never started.
     #[inline]
-    pub(crate) fn poll_now(&self) {
-        // Relaxed: a hint; the poll itself is taken under its lock.
-        if !self.inner.started.load(Ordering::Relaxed) {
-            return;
+    pub(crate) fn poll_now(&self, worker: usize) -> bool {
+        match self.inner.shards.get() {
+            None => false,
+            Some(shards) => self.poll_shard_now(shards, worker),
         }
-        self.poll_now_slow();
+    }
+
+    /// The stall monitor's look at the shard of worker `worker`, which has
+    /// been in one run since the monitor's last look: its sockets' events
+    /// would wait for that run to end. Polls without blocking, unless its
+    /// worker (or anyone) holds the poll; the tasks woken go to the
+    /// injector, for any worker.
+    pub(crate) fn rescue(&self, worker: usize) -> bool {
+        match self.inner.shards.get() {
+            None => false,
+            Some(shards) => self.poll_shard_now(shards, worker),
+        }
     }
 
     #[cold]
-    fn poll_now_slow(&self) {
-        let Some(mut guard) = try_lock(&self.inner.poller) else {
-            return;
+    fn poll_shard_now(&self, shards: &[CachePadded<Shard>], worker: usize) -> bool {
+        let Some(shard) = shards.get(worker) else {
+            return false;
+        };
+        let Some(mut guard) = try_lock(&shard.poller) else {
+            return false;
         };
         // SeqCst: as in `park`.
         if self.inner.stop.load(Ordering::SeqCst) {
-            return;
+            return false;
         }
         let Some(Poller { poll, events, .. }) = guard.as_mut() else {
-            return;
+            return false;
         };
         let result = poll.poll(events, Some(Duration::ZERO));
-        let _ = self.inner.dispatch(&mut guard, result);
+        self.inner.dispatch(shard, &mut guard, result)
     }
 
-    /// Wakes the worker blocked in the poll (a parked worker that a submit
-    /// unparks; see `Idle::with_driver_wake`).
-    pub(crate) fn unpark_driver(&self) {
-        let driver = lock(&self.inner.state).waker_driver.clone();
+    /// Wakes worker `worker` blocked in its shard's poll (a parked worker
+    /// that a submit unparks; see `Idle::with_driver_wake`).
+    pub(crate) fn unpark_driver(&self, worker: usize) {
+        let Some(shard) = self.inner.shards.get().and_then(|s| s.get(worker)) else {
+            return;
+        };
+        let driver = lock(&shard.driver).clone();
         if let Some(driver) = driver {
             if let Err(e) = driver.waker.wake() {
-                tracing::error!(error = %e, "could not wake the worker polling for I/O");
+                tracing::error!(error = %e, worker, "could not wake a worker polling for I/O");
             }
         }
     }
 
     /// Stops the polling, fails every registered source (waking its
-    /// wakers) and refuses later registrations. Idempotent. The poll's
-    /// descriptor closes in [`close`](Self::close), once the workers exited.
+    /// wakers) and refuses later registrations. Idempotent. The polls'
+    /// descriptors close in [`close`](Self::close), once the workers exited.
     pub(crate) fn shutdown(&self) {
-        let mut wakers = Vec::new();
-        let driver = {
-            let mut state = lock(&self.inner.state);
-            state.phase = Phase::ShutDown;
-            // SeqCst: pairs with the loads in `park` and `poll_now` (see
-            // `park`); rare.
+        {
+            let mut phase = lock(&self.inner.phase);
+            *phase = Phase::ShutDown;
+            // SeqCst: pairs with the loads in `register`, `park` and
+            // `poll_shard_now` (see there); rare.
             self.inner.stop.store(true, Ordering::SeqCst);
-            for io in state.slab.iter().filter_map(|slot| slot.io.as_ref()) {
-                io.set_readiness(SHUTDOWN);
-                io.take_wakers(SHUTDOWN, &mut wakers);
-            }
-            state.waker_driver.clone()
-        };
-        if let Some(driver) = driver {
-            // Out of the poll: the worker there parks on its condvar next.
-            if let Err(e) = driver.waker.wake() {
-                tracing::error!(error = %e, "could not wake the worker polling for I/O");
-            }
         }
-        for waker in wakers {
-            waker.wake();
+        let Some(shards) = self.inner.shards.get() else {
+            return;
+        };
+        for shard in shards.iter() {
+            let mut wakers = Vec::new();
+            {
+                let slab = lock(&shard.slab);
+                for io in slab.slots.iter().filter_map(|slot| slot.io.as_ref()) {
+                    io.set_readiness(SHUTDOWN);
+                    io.take_wakers(SHUTDOWN, &mut wakers);
+                }
+            }
+            let driver = lock(&shard.driver).clone();
+            if let Some(driver) = driver {
+                // Out of the poll: the worker there parks on its condvar
+                // next.
+                if let Err(e) = driver.waker.wake() {
+                    tracing::error!(error = %e, "could not wake a worker polling for I/O");
+                }
+            }
+            for waker in wakers {
+                waker.wake();
+            }
         }
     }
 
-    /// Drops the poll and the driver (closing their descriptors, unless a
-    /// registration still holds the driver). Called after the workers were
-    /// joined, after `shutdown`.
+    /// Drops every shard's poll and driver (closing their descriptors,
+    /// unless a registration still holds a driver). Called after the
+    /// workers were joined, after `shutdown`.
     pub(crate) fn close(&self) {
-        let poller = lock(&self.inner.poller).take();
-        let driver = lock(&self.inner.state).waker_driver.take();
-        drop((poller, driver));
+        let Some(shards) = self.inner.shards.get() else {
+            return;
+        };
+        for shard in shards.iter() {
+            let poller = lock(&shard.poller).take();
+            let driver = lock(&shard.driver).take();
+            drop((poller, driver));
+        }
     }
 }
 
-impl State {
+impl Slab {
     fn allocate(&mut self) -> io::Result<(Token, Arc<ScheduledIo>)> {
         let io = Arc::new(ScheduledIo::new());
         let index = match self.free.pop() {
             Some(index) => index,
-            None if self.slab.len() < MAX_SOURCES => {
-                self.slab.push(Slot {
+            None if self.slots.len() < MAX_SOURCES => {
+                self.slots.push(Slot {
                     generation: 0,
                     io: None,
                 });
-                self.slab.len() - 1
+                self.slots.len() - 1
             }
             None => {
                 return Err(io::Error::other(
@@ -523,40 +437,45 @@ impl State {
                 ))
             }
         };
-        let slot = &mut self.slab[index];
+        let slot = &mut self.slots[index];
         slot.io = Some(Arc::clone(&io));
         Ok((Token(index | (slot.generation << INDEX_BITS)), io))
+    }
+
+    /// Frees `token`'s slot (if it is still that token's) for reuse under
+    /// the next generation.
+    fn release(&mut self, token: Token) {
+        let (index, generation) = split(token);
+        if let Some(slot) = self.slots.get_mut(index) {
+            if slot.generation == generation && slot.io.is_some() {
+                slot.io = None;
+                slot.generation = (generation + 1) & GENERATION_MAX;
+                self.free.push(index);
+            }
+        }
+    }
+}
+
+impl Shard {
+    fn release(&self, token: Token) {
+        lock(&self.slab).release(token);
     }
 }
 
 impl ReactorInner {
-    fn new() -> ReactorInner {
-        ReactorInner {
-            state: Mutex::new(State {
-                phase: Phase::NotStarted,
-                waker_driver: None,
-                slab: Vec::new(),
-                free: Vec::new(),
-            }),
-            poller: Mutex::new(None),
-            started: AtomicBool::new(false),
-            stop: AtomicBool::new(false),
-        }
-    }
-
-    /// Turns the events of a poll into readiness and wakes their wakers
-    /// (outside the slab's lock: a wake submits a task, and may unpark a
-    /// worker). Returns whether it woke any. On a poll error other than
-    /// `Interrupted`, fails every source and drops the poll (the workers
-    /// park on their condvars from then on).
-    fn dispatch(&self, guard: &mut Option<Poller>, result: io::Result<()>) -> bool {
+    /// Turns the events of a poll of `shard` into readiness and wakes their
+    /// wakers (outside the slab's lock: a wake submits a task, and may
+    /// unpark a worker). Returns whether it woke any. On a poll error other
+    /// than `Interrupted`, fails every source of the shard and drops its
+    /// poll (its worker parks on its condvar from then on).
+    fn dispatch(&self, shard: &Shard, guard: &mut Option<Poller>, result: io::Result<()>) -> bool {
         if let Err(e) = result {
             if e.kind() == io::ErrorKind::Interrupted {
                 return false;
             }
-            tracing::error!(error = %e, "the I/O reactor's poll failed; failing every source");
+            tracing::error!(error = %e, "an I/O reactor's poll failed; failing its sources");
             *guard = None;
-            self.fail_all();
+            shard.fail_all();
             return false;
         }
         // SeqCst: pairs with the store in `Reactor::shutdown` (after it,
@@ -568,13 +487,13 @@ impl ReactorInner {
             return false;
         };
         {
-            let state = lock(&self.state);
+            let slab = lock(&shard.slab);
             for event in events.iter() {
                 if event.token() == WAKER_TOKEN {
                     continue;
                 }
                 let (index, generation) = split(event.token());
-                let Some(slot) = state.slab.get(index) else {
+                let Some(slot) = slab.slots.get(index) else {
                     continue;
                 };
                 // An event for a freed or reused slot: its source was
@@ -607,28 +526,16 @@ impl ReactorInner {
         }
         woke
     }
+}
 
-    /// Frees `token`'s slot (if it is still that token's) for reuse under
-    /// the next generation.
-    fn release(&self, token: Token) {
-        let (index, generation) = split(token);
-        let mut state = lock(&self.state);
-        if let Some(slot) = state.slab.get_mut(index) {
-            if slot.generation == generation && slot.io.is_some() {
-                slot.io = None;
-                slot.generation = (generation + 1) & GENERATION_MAX;
-                state.free.push(index);
-            }
-        }
-    }
-
-    /// Marks every source as shut down and wakes its wakers (the poll
-    /// failed).
+impl Shard {
+    /// Marks every source of this shard as shut down and wakes its wakers
+    /// (its poll failed).
     fn fail_all(&self) {
         let mut wakers = Vec::new();
         {
-            let state = lock(&self.state);
-            for io in state.slab.iter().filter_map(|slot| slot.io.as_ref()) {
+            let slab = lock(&self.slab);
+            for io in slab.slots.iter().filter_map(|slot| slot.io.as_ref()) {
                 io.set_readiness(SHUTDOWN);
                 io.take_wakers(SHUTDOWN, &mut wakers);
             }
@@ -647,18 +554,21 @@ fn split(token: Token) -> (usize, usize) {
 /// [`deregister`](Registration::deregister).
 pub(crate) struct Registration {
     reactor: Reactor,
+    /// The shard the source belongs to (its worker's index).
+    shard: usize,
     driver: Arc<Driver>,
     token: Token,
     io: Arc<ScheduledIo>,
-    /// Whether this registration created the poll (see
+    /// Whether this registration created the polls (see
     /// [`Reactor::register`]).
     started_reactor: bool,
 }
 
 impl Registration {
-    /// Whether this registration created the poll: the caller must then
-    /// wake a parked worker (`Idle::notify_one`), which takes the poll when
-    /// it parks again (the workers may all be parked on their condvars).
+    /// Whether this registration created the polls: the caller must then
+    /// nudge the parked workers (`Idle::nudge_all`), which block in their
+    /// polls once they park again (they may all be parked on their
+    /// condvars).
     pub(crate) fn started_reactor(&self) -> bool {
         self.started_reactor
     }
@@ -756,13 +666,28 @@ impl Registration {
         if let Err(e) = self.driver.registry.deregister(source) {
             tracing::debug!(error = %e, "deregistering an I/O source failed");
         }
-        self.reactor.inner.release(self.token);
+        if let Some(shard) = self
+            .reactor
+            .inner
+            .shards
+            .get()
+            .and_then(|s| s.get(self.shard))
+        {
+            shard.release(self.token);
+        }
+    }
+
+    /// The shard (worker index) this source belongs to.
+    #[cfg(test)]
+    pub(crate) fn shard(&self) -> usize {
+        self.shard
     }
 }
 
 impl fmt::Debug for Registration {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Registration")
+            .field("shard", &self.shard)
             .field("token", &self.token)
             .finish_non_exhaustive()
     }
@@ -771,134 +696,51 @@ impl fmt::Debug for Registration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::task::Wake;
-
-    /// Counts its wakes.
-    struct CountingWaker(AtomicUsize);
-
-    impl Wake for CountingWaker {
-        fn wake(self: Arc<Self>) {
-            // Relaxed: a test counter, read after the wake on this thread.
-            self.0.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-
-    fn counting_waker() -> (Arc<CountingWaker>, Waker) {
-        let counter = Arc::new(CountingWaker(AtomicUsize::new(0)));
-        (Arc::clone(&counter), Waker::from(counter))
-    }
-
-    fn ready(io: &ScheduledIo, waker: &Waker, direction: Direction) -> Option<ReadyEvent> {
-        match io.poll_ready(&mut Context::from_waker(waker), direction) {
-            Poll::Ready(Ok(event)) => Some(event),
-            Poll::Ready(Err(e)) => panic!("unexpected error {e}"),
-            Poll::Pending => None,
-        }
-    }
-
-    #[test]
-    fn a_pending_poll_is_woken_by_the_next_edge() {
-        let io = ScheduledIo::new();
-        let (count, waker) = counting_waker();
-        assert!(ready(&io, &waker, Direction::Read).is_none());
-        io.set_readiness(WRITABLE);
-        let mut wakers = Vec::new();
-        io.take_wakers(WRITABLE, &mut wakers);
-        assert!(wakers.is_empty(), "a write edge does not wake the reader");
-        io.set_readiness(READABLE);
-        io.take_wakers(READABLE, &mut wakers);
-        wakers.drain(..).for_each(Waker::wake);
-        assert_eq!(count.0.load(Ordering::Relaxed), 1);
-        assert!(ready(&io, &waker, Direction::Read).is_some());
-    }
-
-    #[test]
-    fn clearing_keeps_the_final_bits() {
-        let io = ScheduledIo::new();
-        let (_count, waker) = counting_waker();
-        // Data and the peer's FIN in one edge; a short read clears what
-        // it saw: the EOF must still be readable.
-        io.set_readiness(READABLE | READ_CLOSED);
-        let seen = ready(&io, &waker, Direction::Read).expect("readable");
-        io.clear_readiness(seen);
-        let eof = ready(&io, &waker, Direction::Read).expect("the EOF is still to be read");
-        io.clear_readiness(eof);
-        assert!(
-            ready(&io, &waker, Direction::Read).is_some(),
-            "closed for good"
-        );
-        // The write half is untouched by the read side's bits.
-        assert!(ready(&io, &waker, Direction::Write).is_none());
-        io.set_readiness(WRITE_CLOSED);
-        assert!(ready(&io, &waker, Direction::Write).is_some());
-    }
-
-    #[test]
-    fn clearing_keeps_an_edge_that_came_after_the_observed_one() {
-        let io = ScheduledIo::new();
-        let (_count, waker) = counting_waker();
-        io.set_readiness(READABLE);
-        let seen = ready(&io, &waker, Direction::Read).expect("readable");
-        // A new edge between the read that hit WouldBlock and the clear.
-        io.set_readiness(READABLE);
-        io.clear_readiness(seen);
-        let again = ready(&io, &waker, Direction::Read).expect("still readable");
-        // With no edge in between, the clear takes effect.
-        io.clear_readiness(again);
-        assert!(ready(&io, &waker, Direction::Read).is_none());
-    }
-
-    #[test]
-    fn clearing_one_direction_leaves_the_other() {
-        let io = ScheduledIo::new();
-        let (_count, waker) = counting_waker();
-        io.set_readiness(READABLE | WRITABLE);
-        let read = ready(&io, &waker, Direction::Read).expect("readable");
-        io.clear_readiness(read);
-        assert!(ready(&io, &waker, Direction::Write).is_some());
-    }
-
-    #[test]
-    fn shutdown_fails_polls_and_takes_both_wakers() {
-        let io = ScheduledIo::new();
-        let (count, waker) = counting_waker();
-        assert!(ready(&io, &waker, Direction::Read).is_none());
-        assert!(ready(&io, &waker, Direction::Write).is_none());
-        io.set_readiness(SHUTDOWN);
-        let mut wakers = Vec::new();
-        io.take_wakers(SHUTDOWN, &mut wakers);
-        wakers.drain(..).for_each(Waker::wake);
-        assert_eq!(count.0.load(Ordering::Relaxed), 2);
-        let polled = io.poll_ready(&mut Context::from_waker(&waker), Direction::Read);
-        assert!(matches!(polled, Poll::Ready(Err(e)) if e.to_string() == "scheduler shut down"));
-    }
-
-    #[test]
-    fn only_the_shutdown_error_is_told_as_one() {
-        let shut_down = shut_down_error();
-        assert_eq!(shut_down.kind(), io::ErrorKind::Other);
-        assert!(crate::net::is_shut_down(&shut_down));
-        // The reactor's other `Other` errors are not.
-        let full = io::Error::other("too many sources registered with the reactor");
-        assert!(!crate::net::is_shut_down(&full));
-        assert!(!crate::net::is_shut_down(&io::Error::other(
-            "scheduler shut down"
-        )));
-        assert!(!crate::net::is_shut_down(&io::ErrorKind::Other.into()));
-    }
 
     #[test]
     fn a_reused_slot_gets_a_new_generation() {
-        let inner = ReactorInner::new();
-        let (first, _io) = lock(&inner.state).allocate().expect("a slot");
-        inner.release(first);
+        let mut slab = Slab::default();
+        let (first, _io) = slab.allocate().expect("a slot");
+        slab.release(first);
         // Releasing a stale token again frees nothing.
-        inner.release(first);
-        let (second, _io) = lock(&inner.state).allocate().expect("a slot");
+        slab.release(first);
+        let (second, _io) = slab.allocate().expect("a slot");
         assert_eq!(split(first).0, split(second).0, "the slot is reused");
         assert_ne!(first, second, "under a new generation");
-        assert_eq!(lock(&inner.state).free.len(), 0);
-        let (third, _io) = lock(&inner.state).allocate().expect("a slot");
+        assert_eq!(slab.free.len(), 0);
+        let (third, _io) = slab.allocate().expect("a slot");
         assert_ne!(split(third).0, split(second).0);
+    }
+
+    #[test]
+    fn sources_from_other_threads_are_spread_over_the_shards() {
+        let reactor = Reactor::new(3);
+        let mut shards = Vec::new();
+        let mut keep = Vec::new();
+        for _ in 0..6 {
+            let mut listener =
+                mio::net::TcpListener::bind(([127, 0, 0, 1], 0).into()).expect("bind");
+            let registration = reactor
+                .register(&mut listener, Interest::READABLE, Placement::Current(None))
+                .expect("register");
+            shards.push(registration.shard());
+            keep.push((listener, registration));
+        }
+        assert_eq!(shards, [0, 1, 2, 0, 1, 2]);
+        let mut listener = mio::net::TcpListener::bind(([127, 0, 0, 1], 0).into()).expect("bind");
+        let on_worker = reactor
+            .register(
+                &mut listener,
+                Interest::READABLE,
+                Placement::Current(Some(1)),
+            )
+            .expect("register");
+        assert_eq!(on_worker.shard(), 1, "a worker's source joins its shard");
+        keep.push((listener, on_worker));
+        for (mut listener, mut registration) in keep {
+            registration.deregister(&mut listener);
+        }
+        reactor.shutdown();
+        reactor.close();
     }
 }

@@ -52,8 +52,14 @@ pub(crate) struct Shared {
     /// One per worker, by index; worker `i` steals from the others.
     pub(crate) stealers: Box<[Stealer<Job>]>,
     /// Each worker's LIFO slot, by index: filled and emptied by its worker,
-    /// rescued by the timer thread's stall monitor (see `timer.rs`).
-    pub(crate) lifos: Box<[Arc<LifoSlot<Job>>]>,
+    /// rescued by the timer thread's stall monitor (see `timer.rs`). Each
+    /// on cache lines of its own: its worker writes it about once per
+    /// message, and unpadded the slots (40-byte allocations made one after
+    /// the other) shared lines two by two, so every message of one worker
+    /// invalidated its neighbour's slot: independent pairs of actors ran
+    /// 6.9x faster on 16 workers than on one, 11.5-13.2x once padded
+    /// (docs/decisions/0024-per-core-scaling.md).
+    pub(crate) lifos: Box<[Arc<CachePadded<LifoSlot<Job>>>]>,
     pub(crate) idle: Idle,
     /// One per worker, by index; each written only by its worker.
     pub(crate) counters: Box<[CachePadded<Counters>]>,
@@ -85,28 +91,46 @@ impl Shared {
         self.quiesce.all_parked();
     }
 
-    /// A running worker's look at the I/O reactor (every
-    /// `INJECTOR_INTERVAL` runs; see `Reactor::poll_now`). Nothing under
-    /// loom, which has no reactor.
+    /// Running worker `worker`'s look at its shard of the I/O reactor
+    /// (every `INJECTOR_INTERVAL` runs, and when its queues are empty; see
+    /// `Reactor::poll_now`). Returns whether I/O events woke tasks (into
+    /// this worker's queues). Nothing under loom, which has no reactor.
     #[inline]
-    pub(crate) fn poll_io_now(&self) {
+    pub(crate) fn poll_io_now(&self, worker: usize) -> bool {
         #[cfg(not(loom))]
-        self.reactor.poll_now();
-    }
-
-    /// How a worker that announced its park and found no work blocks: in
-    /// the reactor's poll if no other worker holds it, on its parker
-    /// otherwise (`Reactor::park`); under loom, on its parker. Returns
-    /// whether I/O events woke tasks (see `Idle::park_with`).
-    #[inline]
-    pub(crate) fn park_worker(&self, parker: &Parker) -> bool {
-        #[cfg(not(loom))]
-        return self.reactor.park(parker);
+        return self.reactor.poll_now(worker);
         #[cfg(loom)]
         {
+            let _ = worker;
+            false
+        }
+    }
+
+    /// How worker `worker`, having announced its park and found no work,
+    /// blocks: in its shard's poll once the reactor runs, on its parker
+    /// before (`Reactor::park`); under loom, on its parker. Returns
+    /// whether I/O events woke tasks (see `Idle::park_with`).
+    #[inline]
+    pub(crate) fn park_worker(&self, parker: &Parker, worker: usize) -> bool {
+        #[cfg(not(loom))]
+        return self.reactor.park(parker, worker);
+        #[cfg(loom)]
+        {
+            let _ = worker;
             parker.park();
             false
         }
+    }
+
+    /// The index of the worker of this scheduler that the calling thread
+    /// is, if it is one.
+    #[cfg(not(loom))]
+    pub(crate) fn current_index(self: &Arc<Self>) -> Option<usize> {
+        worker::with_current(|local| {
+            local
+                .filter(|l| Arc::ptr_eq(&l.shared, self))
+                .map(|l| l.index)
+        })
     }
 
     /// A worker left a park: restarts the timer thread's stall monitor
@@ -176,7 +200,9 @@ impl Shared {
             urgent: Injector::new(),
             urgent_hint: CachePadded::new(AtomicUsize::new(0)),
             stealers: deques.iter().map(Deque::stealer).collect(),
-            lifos: (0..workers).map(|_| Arc::new(LifoSlot::new())).collect(),
+            lifos: (0..workers)
+                .map(|_| Arc::new(CachePadded::new(LifoSlot::new())))
+                .collect(),
             idle: Idle::new(workers),
             counters: (0..workers).map(|_| CachePadded::default()).collect(),
             throughput,
@@ -363,17 +389,19 @@ impl Scheduler {
 
     pub(crate) fn start(config: Builder, workers: usize) -> Result<Scheduler, BuildError> {
         let deques: Vec<Deque<Job>> = (0..workers).map(|_| Deque::new_fifo()).collect();
-        let reactor = Reactor::new();
-        // A parked worker may block in the reactor's poll: `Idle` wakes it
-        // through the poll's waker.
+        let reactor = Reactor::new(workers);
+        // A parked worker may block in its shard's poll: `Idle` wakes it
+        // through that poll's waker.
         let driver = reactor.clone();
         let shared = Arc::new(Shared {
             injector: Injector::new(),
             urgent: Injector::new(),
             urgent_hint: CachePadded::new(AtomicUsize::new(0)),
             stealers: deques.iter().map(Deque::stealer).collect(),
-            lifos: (0..workers).map(|_| Arc::new(LifoSlot::new())).collect(),
-            idle: Idle::with_driver_wake(workers, move || driver.unpark_driver()),
+            lifos: (0..workers)
+                .map(|_| Arc::new(CachePadded::new(LifoSlot::new())))
+                .collect(),
+            idle: Idle::with_driver_wake(workers, move |worker| driver.unpark_driver(worker)),
             counters: (0..workers).map(|_| CachePadded::default()).collect(),
             throughput: config.throughput,
             closed: CachePadded::new(AtomicBool::new(false)),
@@ -513,7 +541,7 @@ impl Scheduler {
             }
             workers_joined += 1;
         }
-        // No worker polls any more: close the poll's descriptor.
+        // No worker polls any more: close the polls' descriptors.
         shared.reactor.close();
         // Only the injector is left to empty; the deques were emptied by
         // their workers on exit.

@@ -207,6 +207,8 @@ struct Monitor {
     /// Per worker: its run count at the last tick, if its LIFO slot was
     /// full then.
     seen_full: Vec<Option<u64>>,
+    /// Per worker: its run count at the last look.
+    seen_runs: Vec<u64>,
     /// Consecutive looks with every worker parked.
     idle_looks: u32,
     /// The tick of the next look.
@@ -217,6 +219,7 @@ impl Monitor {
     fn new(workers: usize) -> Monitor {
         Monitor {
             seen_full: vec![None; workers],
+            seen_runs: vec![0; workers],
             idle_looks: 0,
             next: 0,
         }
@@ -240,6 +243,14 @@ impl Monitor {
             // longer than it was, and taking a runnable from a LIFO slot to
             // the injector is always allowed.
             let runs = shared.counters[i].runs.load(Ordering::Relaxed);
+            // No run started since the last look: the worker is in one
+            // long run (or parked, or searching). Its shard's events would
+            // wait for that run to end: poll them (the rescue does nothing
+            // while the worker itself holds its poll, as a parked one
+            // does; the tasks woken go to the injector).
+            if runs == std::mem::replace(&mut self.seen_runs[i], runs) && shared.reactor.rescue(i) {
+                crate::metrics::Counters::bump(&shared.counters[i].io_rescued);
+            }
             if !slot.is_full() {
                 self.seen_full[i] = None;
             } else if self.seen_full[i] != Some(runs) {

@@ -18,7 +18,7 @@ pub(crate) use crate::runnable::panic_message;
 use crate::runnable::{Budget, RunOutcome};
 use crate::scheduler::{Job, Shared};
 use crate::sync::{Arc, Ordering};
-use crossbeam_utils::Backoff;
+use crossbeam_utils::{Backoff, CachePadded};
 use std::any::Any;
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -59,7 +59,7 @@ pub(crate) struct Local {
     /// The runnable the current run woke last. This worker runs it next;
     /// the timer thread's stall monitor takes it if this worker's run goes
     /// on for too long (see `timer.rs`). Also in `Shared::lifos`.
-    lifo: Arc<LifoSlot<Job>>,
+    lifo: Arc<CachePadded<LifoSlot<Job>>>,
     deque: Deque<Job>,
 }
 
@@ -292,6 +292,14 @@ impl LoopState<'_> {
             if shared.idle.is_shutdown() {
                 return;
             }
+            // This worker's own sockets first: events that came while it
+            // ran wake their tasks into its queues, without the park's
+            // handshake (a system call, where the park would take the
+            // sleeper lock, write the shared idle word and fence first).
+            // One load when the reactor never started.
+            if shared.poll_io_now(self.local.index) {
+                continue;
+            }
             if !self.searching {
                 self.searching = shared.idle.transition_to_searching();
             }
@@ -307,8 +315,9 @@ impl LoopState<'_> {
             // after `park_with` announced the park, fenced and re-checked
             // the queues (see idle.rs: the poll is just another way to
             // sleep, woken through its waker).
+            let index = self.local.index;
             let outcome = shared.idle.park_with(
-                self.local.index,
+                index,
                 self.searching,
                 || shared.has_shared_work(),
                 |unparked| {
@@ -316,7 +325,7 @@ impl LoopState<'_> {
                         shared.all_parked();
                     }
                 },
-                |parker| shared.park_worker(parker),
+                |parker| shared.park_worker(parker, index),
             );
             match outcome {
                 Unparked::Shutdown => return,
@@ -346,9 +355,9 @@ impl LoopState<'_> {
             if local.shared.idle.is_shutdown() {
                 return None;
             }
-            // I/O that came while every worker was busy (one load when the
-            // reactor was never started).
-            local.shared.poll_io_now();
+            // I/O that came for this worker's shard while it was busy (one
+            // load when the reactor was never started).
+            local.shared.poll_io_now(local.index);
             if let Some(job) = self.steal_injector() {
                 return Some(job);
             }

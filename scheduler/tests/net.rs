@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used)] // tests may unwrap
 mod support;
 
+use futures_io::AsyncRead;
 use futures_util::io::{AsyncReadExt, AsyncWriteExt};
 use proscenium_scheduler::net::{TcpListener, TcpStream};
 use proscenium_scheduler::{Handle, Scheduler};
@@ -385,4 +386,62 @@ fn quiesce_fails_pending_accept_and_read_and_leaves_no_descriptor_open() {
     drop(silent_peer);
     drop(handle);
     assert_eq!(open_fds(), before, "descriptors left open");
+}
+
+/// Each worker polls its own shard of the reactor (decision record 0022),
+/// so a socket's events are seen by the worker whose shard it joined. If
+/// that worker is stuck in one long run, the stall monitor polls its shard
+/// for it: a task waiting on that socket runs on another worker meanwhile,
+/// instead of after the long run. Here the long run waits for exactly that
+/// (with a failsafe): without the rescue it would spin to the failsafe.
+#[test]
+fn a_socket_of_a_worker_stuck_in_a_long_run_is_polled_for_it() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    let _fds = shared_fds();
+    let s = support::scheduler(2);
+    let handle = s.handle().clone();
+    let server = std::net::TcpListener::bind(any_port()).unwrap();
+    let addr = server.local_addr().unwrap();
+    let got = Arc::new(AtomicBool::new(false));
+    let (waiting_tx, waiting_rx) = mpsc::channel();
+
+    let spawner = handle.clone();
+    let got_in_run = Arc::clone(&got);
+    let long_run = handle.spawn(async move {
+        // Registered from this worker: the stream joins its shard.
+        let mut stream = TcpStream::connect(&spawner, addr).await.unwrap();
+        let got_in_reader = Arc::clone(&got_in_run);
+        let reader = spawner.spawn(async move {
+            let mut byte = [0u8; 1];
+            // The first read finds nothing and waits for an event on the
+            // stuck worker's shard.
+            let read = std::future::poll_fn(|cx| {
+                let polled = std::pin::Pin::new(&mut stream).poll_read(cx, &mut byte);
+                if polled.is_pending() {
+                    let _ = waiting_tx.send(());
+                }
+                polled
+            })
+            .await;
+            got_in_reader.store(true, Ordering::Release);
+            read
+        });
+        // One long run on this worker, until the reader got its byte.
+        let start = Instant::now();
+        while !got_in_run.load(Ordering::Acquire) && start.elapsed() < support::FAILSAFE {
+            std::hint::spin_loop();
+        }
+        (got_in_run.load(Ordering::Acquire), reader)
+    });
+    let (mut peer, _) = server.accept().unwrap();
+    // The reader waits (its first poll ran on the other worker, once the
+    // monitor took it from the stuck worker's LIFO slot): now the byte.
+    waiting_rx.recv_timeout(support::FAILSAFE).unwrap();
+    std::io::Write::write_all(&mut peer, b"x").unwrap();
+    let (read_during_the_run, reader) = long_run.wait().unwrap();
+    assert!(read_during_the_run, "the read waited for the long run");
+    assert_eq!(reader.wait().unwrap().unwrap(), 1);
+    assert!(handle.metrics().total().io_rescued >= 1);
 }
