@@ -10,7 +10,8 @@
 //! Run it with `cargo run --release -p proscenium-http --example server`
 //! (options: `--port N`, or the `PORT` environment variable, default 8080,
 //! 0 for any free port; `--deadline-ms N`, the termination's hard
-//! deadline, default 2000; `--exit-code N`, default 0). It prints
+//! deadline, default 2000; `--exit-code N`, default 0; `--workers N`, the
+//! scheduler's workers, default 2; `--pin`, pin them to cores). It prints
 //! `listening on ADDR` once it serves. On Ctrl-C (or `kill -TERM <pid>`)
 //! the coordinated shutdown runs: `service-unbind` stops accepting,
 //! `service-requests-done` lets requests in flight finish (with
@@ -109,6 +110,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Some(ms) => ms.parse()?,
         None => 2000,
     });
+    let workers: usize = match option("--workers") {
+        Some(n) => n.parse()?,
+        None => 2,
+    };
+    let pin = std::env::args().any(|a| a == "--pin");
     let exit_code: i32 = match option("--exit-code") {
         Some(code) => code.parse()?,
         None => 0,
@@ -129,8 +135,8 @@ timeout = "{} ms"
     ))?;
     let system = ActorSystem::builder()
         .name("http-server")
-        .workers(2)
-        .pin_workers(false)
+        .workers(workers)
+        .pin_workers(pin)
         .coordinated_shutdown(config)
         .build()?;
     let cs = system.coordinated_shutdown();

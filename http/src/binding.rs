@@ -167,7 +167,7 @@ impl Http {
         let listener = TcpListener::bind(&handle, addr)?;
         let local_addr = listener.local_addr()?;
         let handler: Handler = Arc::new(move |request| Box::pin(handler(request)));
-        let server = Arc::new(Server::default());
+        let server = Arc::new(Server::new(handle.num_workers()));
         let accept = accept_loop(
             listener,
             Arc::clone(&server),
@@ -394,7 +394,6 @@ async fn accept_loop(
 }
 
 /// What the binding, the accept loop and the connections share.
-#[derive(Default)]
 pub(crate) struct Server {
     state: Mutex<ServerState>,
     metrics: Arc<Metrics>,
@@ -425,6 +424,14 @@ fn add_waker(wakers: &mut Vec<Waker>, waker: &Waker) {
 }
 
 impl Server {
+    /// A server whose connections run on `workers` workers.
+    fn new(workers: usize) -> Server {
+        Server {
+            state: Mutex::default(),
+            metrics: Arc::new(Metrics::new(workers)),
+        }
+    }
+
     pub(crate) fn lock(&self) -> MutexGuard<'_, ServerState> {
         // A panic under this lock leaves the state consistent (every
         // critical section is a few assignments).

@@ -1,12 +1,23 @@
 //! The server's counters ([`ServerMetrics`], read with
 //! [`ServerBinding::metrics`](crate::ServerBinding::metrics)).
 //!
-//! One set of atomics per binding, updated with `Relaxed` read-modify-writes
-//! on the request path: a counter is a statistic, no other memory is
+//! One set of atomics per binding for the connections, and for the
+//! requests one set per scheduler worker (plus one for other threads),
+//! summed when read: every worker counts the requests it serves on lines
+//! no other worker writes, so the counters cost the request path no
+//! cache line shared between cores (with one set, the four updates per
+//! request were four read-modify-writes of lines every worker wrote:
+//! docs/decisions/0024-per-core-scaling.md). Updated with `Relaxed`
+//! read-modify-writes: a counter is a statistic, no other memory is
 //! published through it, so no ordering with anything else is needed. A
 //! snapshot reads each counter on its own: it is not a consistent cut of
 //! all of them (a request may be counted in `requests` and not yet in
-//! `in_flight_requests`), but each value is one the counter really had.
+//! `in_flight_requests`). A monotonic counter's sum is a value that
+//! counter really had (it grows by one at a time, and each part is read
+//! between the snapshot's start and end); `in_flight_requests` is counted
+//! up and down in the part of the worker where the request started, so
+//! each part and the sum are never negative, but the sum of parts read
+//! at slightly different times is only close to a value it had.
 //!
 //! The server updates a counter *before* the event it counts becomes
 //! visible to a client (a response is counted before its first byte is
@@ -16,6 +27,7 @@
 //! counter's store and the socket write are ordered on the server's thread
 //! and the socket's own locking orders the write before the client's read.
 
+use crossbeam_utils::CachePadded;
 use http::StatusCode;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -30,37 +42,70 @@ const STATUSES: usize = 900;
 /// connection.
 #[derive(Debug)]
 pub(crate) struct Metrics {
-    connections_accepted: AtomicU64,
-    open_connections: AtomicUsize,
-    in_flight_requests: AtomicUsize,
-    requests: AtomicU64,
-    /// Responses by status code: index `code - 100`. 7.2 KB per binding;
-    /// counting a response is one `fetch_add` on its code's counter (the
-    /// classes are summed at snapshot time).
-    responses: [AtomicU64; STATUSES],
+    /// Per connection, not per request: one set.
+    connections: CachePadded<ConnectionCounters>,
+    /// One per worker of the server's scheduler, by worker index, then
+    /// one for every other thread (see [`Metrics::part`]).
+    requests: Box<[CachePadded<RequestCounters>]>,
+}
+
+#[derive(Debug, Default)]
+struct ConnectionCounters {
+    accepted: AtomicU64,
+    open: AtomicUsize,
     idle_closed_by_termination: AtomicU64,
 }
 
-impl Default for Metrics {
-    fn default() -> Metrics {
-        Metrics {
-            connections_accepted: AtomicU64::new(0),
-            open_connections: AtomicUsize::new(0),
-            in_flight_requests: AtomicUsize::new(0),
+#[derive(Debug)]
+struct RequestCounters {
+    requests: AtomicU64,
+    /// Requests that started on this part's worker and are in the
+    /// handler's hands (decremented here wherever they end).
+    in_flight: AtomicUsize,
+    /// Responses by status code: index `code - 100`. 7.2 KB per part;
+    /// counting a response is one `fetch_add` on its code's counter (the
+    /// classes are summed at snapshot time).
+    responses: [AtomicU64; STATUSES],
+}
+
+impl RequestCounters {
+    fn new() -> RequestCounters {
+        RequestCounters {
             requests: AtomicU64::new(0),
+            in_flight: AtomicUsize::new(0),
             responses: std::array::from_fn(|_| AtomicU64::new(0)),
-            idle_closed_by_termination: AtomicU64::new(0),
         }
     }
 }
 
 impl Metrics {
+    /// Counters for a server whose connections run on `workers` workers.
+    pub(crate) fn new(workers: usize) -> Metrics {
+        Metrics {
+            connections: CachePadded::default(),
+            requests: (0..workers.max(1) + 1)
+                .map(|_| CachePadded::new(RequestCounters::new()))
+                .collect(),
+        }
+    }
+
+    /// The part of the request counters the calling thread writes: its
+    /// worker's, or the last one for any other thread (a worker of another
+    /// scheduler included).
+    fn part(&self) -> usize {
+        let workers = self.requests.len() - 1;
+        match proscenium_scheduler::current_worker() {
+            Some(worker) if worker.index() < workers => worker.index(),
+            _ => workers,
+        }
+    }
+
     /// A connection was accepted and is now served.
     pub(crate) fn connection_opened(&self) {
         // Relaxed: a statistic (see the module doc).
-        self.connections_accepted.fetch_add(1, Ordering::Relaxed);
+        self.connections.accepted.fetch_add(1, Ordering::Relaxed);
         // Relaxed: a statistic (see the module doc).
-        self.open_connections.fetch_add(1, Ordering::Relaxed);
+        self.connections.open.fetch_add(1, Ordering::Relaxed);
     }
 
     /// A connection's socket is closed.
@@ -68,19 +113,22 @@ impl Metrics {
         // Relaxed: a statistic. Called before the connection leaves the
         // server's table under its lock, so whoever sees the table empty
         // (the termination, through that lock) also sees this decrement.
-        self.open_connections.fetch_sub(1, Ordering::Relaxed);
+        self.connections.open.fetch_sub(1, Ordering::Relaxed);
     }
 
     /// A request is handed to the handler; the returned guard keeps it in
     /// `in_flight_requests` until it is dropped (when the handler has
     /// answered, or the connection dropped it).
     pub(crate) fn request_started(self: &Arc<Self>) -> InFlight {
+        let part = self.part();
+        let counters = &self.requests[part];
         // Relaxed: a statistic (see the module doc).
-        self.requests.fetch_add(1, Ordering::Relaxed);
+        counters.requests.fetch_add(1, Ordering::Relaxed);
         // Relaxed: a statistic (see the module doc).
-        self.in_flight_requests.fetch_add(1, Ordering::Relaxed);
+        counters.in_flight.fetch_add(1, Ordering::Relaxed);
         InFlight {
             metrics: Arc::clone(self),
+            part,
         }
     }
 
@@ -88,7 +136,7 @@ impl Metrics {
     /// `100 Continue` included).
     pub(crate) fn response(&self, status: StatusCode) {
         let index = usize::from(status.as_u16().saturating_sub(FIRST_STATUS));
-        if let Some(counter) = self.responses.get(index) {
+        if let Some(counter) = self.requests[self.part()].responses.get(index) {
             // Relaxed: a statistic (see the module doc).
             counter.fetch_add(1, Ordering::Relaxed);
         }
@@ -97,7 +145,8 @@ impl Metrics {
     /// A termination closed a connection that had no byte of a request in.
     pub(crate) fn idle_closed_on_termination(&self) {
         // Relaxed: a statistic (see the module doc).
-        self.idle_closed_by_termination
+        self.connections
+            .idle_closed_by_termination
             .fetch_add(1, Ordering::Relaxed);
     }
 
@@ -107,20 +156,37 @@ impl Metrics {
         // loads (so the two views of one snapshot agree).
         let mut by_status = Vec::new();
         let mut classes = [0u64; 5];
-        for (code, counter) in (FIRST_STATUS..).zip(&self.responses) {
-            // Relaxed: a statistic (see the module doc).
-            let n = counter.load(Ordering::Relaxed);
+        for (i, code) in (FIRST_STATUS..).take(STATUSES).enumerate() {
+            let n: u64 = self
+                .requests
+                .iter()
+                // Relaxed: a statistic (see the module doc).
+                .map(|part| part.responses[i].load(Ordering::Relaxed))
+                .sum();
             if n > 0 {
                 by_status.push((code, n));
                 // 1xx to 5xx; the non-standard 6xx to 9xx count as 5xx.
                 classes[usize::from(code / 100).min(5) - 1] += n;
             }
         }
+        // Relaxed: statistics (see the module doc).
+        let requests = self
+            .requests
+            .iter()
+            .map(|part| part.requests.load(Ordering::Relaxed))
+            .sum();
+        // Relaxed: as above.
+        let in_flight_requests = self
+            .requests
+            .iter()
+            .map(|part| part.in_flight.load(Ordering::Relaxed))
+            .sum();
         ServerMetrics {
-            connections_accepted: self.connections_accepted.load(Ordering::Relaxed),
-            open_connections: self.open_connections.load(Ordering::Relaxed),
-            in_flight_requests: self.in_flight_requests.load(Ordering::Relaxed),
-            requests: self.requests.load(Ordering::Relaxed),
+            // Relaxed: as above.
+            connections_accepted: self.connections.accepted.load(Ordering::Relaxed),
+            open_connections: self.connections.open.load(Ordering::Relaxed),
+            in_flight_requests,
+            requests,
             responses: ResponsesByClass {
                 informational: classes[0],
                 success: classes[1],
@@ -129,8 +195,11 @@ impl Metrics {
                 server_error: classes[4],
             },
             by_status,
-            // Relaxed: a statistic (see the module doc).
-            idle_closed_by_termination: self.idle_closed_by_termination.load(Ordering::Relaxed),
+            // Relaxed: as above.
+            idle_closed_by_termination: self
+                .connections
+                .idle_closed_by_termination
+                .load(Ordering::Relaxed),
         }
     }
 }
@@ -139,13 +208,15 @@ impl Metrics {
 #[derive(Debug)]
 pub(crate) struct InFlight {
     metrics: Arc<Metrics>,
+    /// The part it was counted in.
+    part: usize,
 }
 
 impl Drop for InFlight {
     fn drop(&mut self) {
         // Relaxed: a statistic (see the module doc).
-        self.metrics
-            .in_flight_requests
+        self.metrics.requests[self.part]
+            .in_flight
             .fetch_sub(1, Ordering::Relaxed);
     }
 }

@@ -1,5 +1,5 @@
-//! hyper 1.x on a 2-worker tokio runtime: `GET /hello` -> "hello, world".
-//! Usage: hyper_hello PORT
+//! hyper 1.x on a tokio runtime of WORKERS workers (default 2): `GET /hello` -> "hello, world".
+//! Usage: hyper_hello PORT [WORKERS]
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::server::conn::http1;
@@ -14,8 +14,9 @@ async fn hello(_: Request<hyper::body::Incoming>) -> Result<Response<Full<Bytes>
 
 fn main() {
     let port: u16 = std::env::args().nth(1).and_then(|p| p.parse().ok()).unwrap_or(8081);
+    let workers: usize = std::env::args().nth(2).and_then(|w| w.parse().ok()).unwrap_or(2);
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(workers)
         .enable_all()
         .build()
         .expect("runtime");
