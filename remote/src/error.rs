@@ -29,10 +29,22 @@ pub enum ConnectError {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RemoteError {
-    /// A name must be one subject token: not empty, no `.`, `*`, `>` or
-    /// whitespace.
-    #[error("`{0}` cannot be a name (not empty, no '.', '*', '>' or whitespace)")]
+    /// A name must be one subject token: not empty, no `.`, `*`, `>`,
+    /// whitespace or control characters.
+    #[error(
+        "`{0}` cannot be a name (not empty, no '.', '*', '>', whitespace or control characters)"
+    )]
     BadName(String),
+    /// A name is longer than [`MAX_NAME_LEN`](crate::MAX_NAME_LEN) bytes:
+    /// refused before anything reaches the server (which closes a
+    /// connection whose protocol line is over its `max_control_line`).
+    #[error("a name of {len} bytes is over the limit of {max} bytes")]
+    NameTooLong {
+        /// The name's length in bytes.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
     /// This node already exposes an actor under that name.
     #[error("`{0}` is already exposed on this node")]
     AlreadyExposed(String),

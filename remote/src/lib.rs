@@ -138,4 +138,4 @@ pub use crate::remote::{
     Remote, RemoteTerminated, RemoteWatch, TerminatedReason, UndecodableMessage,
 };
 pub use crate::remote_ref::{RemoteAsk, RemoteRef};
-pub use crate::settings::{ConfigError, RemoteSettings};
+pub use crate::settings::{ConfigError, RemoteSettings, MAX_NAME_LEN, MAX_NODE_NAME_LEN};

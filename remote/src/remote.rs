@@ -18,7 +18,7 @@ use tokio::sync::{mpsc as tmpsc, oneshot, Notify};
 use crate::codec::decode;
 use crate::error::{ConnectError, RemoteError};
 use crate::remote_ref::RemoteRef;
-use crate::settings::{is_token, RemoteSettings};
+use crate::settings::{check_actor_name, RemoteSettings};
 
 /// The header that carries a responder's failure back to an asker.
 pub(crate) const ERROR_HEADER: &str = "Proscenium-Error";
@@ -584,7 +584,10 @@ impl Remote {
     /// get their Terminated.
     ///
     /// A name should be exposed this way by one node at a time (for a
-    /// pool over nodes, use [`expose_group`](Self::expose_group)).
+    /// pool over nodes, use [`expose_group`](Self::expose_group)). It is
+    /// one subject token of at most [`MAX_NAME_LEN`](crate::MAX_NAME_LEN)
+    /// bytes (else [`RemoteError::BadName`] or
+    /// [`RemoteError::NameTooLong`], before anything is sent).
     ///
     /// Blocks until the server has the subscription (one round trip), so
     /// the name is live on this server when it returns; like every
@@ -623,9 +626,7 @@ impl Remote {
     {
         proscenium_scheduler::assert_not_on_worker("Remote::expose");
         let shared = &self.inner.shared;
-        if !is_token(name) {
-            return Err(RemoteError::BadName(name.to_owned()));
-        }
+        check_actor_name(name)?;
         if shared.is_closed() {
             return Err(RemoteError::Closed);
         }
@@ -702,14 +703,13 @@ impl Remote {
 
     /// A reference to whatever actor is exposed under `name`, on any node
     /// (no check that one is: a tell to nobody is lost, an ask to nobody
-    /// fails at once with `NoResponders`).
+    /// fails at once with `NoResponders`). The name is checked as
+    /// [`expose`](Self::expose) checks it.
     pub fn actor_ref<M>(&self, name: &str) -> Result<RemoteRef<M>, RemoteError>
     where
         M: Serialize + DeserializeOwned + Send + 'static,
     {
-        if !is_token(name) {
-            return Err(RemoteError::BadName(name.to_owned()));
-        }
+        check_actor_name(name)?;
         Ok(RemoteRef::new(Arc::clone(&self.inner), name))
     }
 
@@ -731,9 +731,7 @@ impl Remote {
         make: impl FnOnce(RemoteTerminated) -> N + Send + 'static,
     ) -> Result<RemoteWatch, RemoteError> {
         let shared = Arc::clone(&self.inner.shared);
-        if !is_token(name) {
-            return Err(RemoteError::BadName(name.to_owned()));
-        }
+        check_actor_name(name)?;
         if shared.is_closed() {
             return Err(RemoteError::Closed);
         }

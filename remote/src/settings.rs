@@ -162,7 +162,8 @@ impl RemoteSettings {
 
     /// Checks the names and the timing (`connect` and
     /// [`from_toml_str`](Self::from_toml_str) call it): at least one
-    /// server, `cluster` and `node` subject tokens, positive
+    /// server, `cluster` and `node` subject tokens of at most
+    /// [`MAX_NODE_NAME_LEN`] bytes, positive
     /// `heartbeat-interval`, `connect-timeout` and `subscription-capacity`,
     /// and a `failure-detector-timeout` longer than the heartbeat interval.
     pub fn validate(&self) -> Result<(), ConfigError> {
@@ -193,24 +194,65 @@ impl RemoteSettings {
     }
 }
 
-/// Whether `name` can be one token of a NATS subject: not empty, none of
-/// `.`, `*`, `>` or whitespace.
-pub(crate) fn is_token(name: &str) -> bool {
-    !name.is_empty()
-        && !name
+/// The longest name [`Remote::expose`](crate::Remote::expose),
+/// [`Remote::actor_ref`](crate::Remote::actor_ref) and
+/// [`Remote::watch`](crate::Remote::watch) accept, in bytes (UTF-8).
+///
+/// A name goes into the subjects of every operation on it, twice into a
+/// group's subscription (subject and queue group): with the longest
+/// cluster name, the longest protocol line this crate writes stays far
+/// below nats-server's default `max_control_line` of 4 KiB (a server that
+/// gets a longer one closes the connection).
+pub const MAX_NAME_LEN: usize = 256;
+
+/// The longest cluster or node name, in bytes (`remote.cluster`,
+/// `remote.node`).
+pub const MAX_NODE_NAME_LEN: usize = 64;
+
+/// What is wrong with a name, if anything: see [`check_name`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NameProblem {
+    /// Empty, or a character a subject token cannot hold.
+    BadCharacters,
+    /// Longer than the limit (its length in bytes).
+    TooLong(usize),
+}
+
+/// Checks that `name` can be one token of a NATS subject of this crate:
+/// 1 to `max` bytes, none of `.`, `*`, `>`, whitespace or control
+/// characters (a control character can end a protocol line).
+pub(crate) fn check_name(name: &str, max: usize) -> Result<(), NameProblem> {
+    // Length first: a huge name is refused without scanning it all.
+    if name.len() > max {
+        return Err(NameProblem::TooLong(name.len()));
+    }
+    if name.is_empty()
+        || name
             .chars()
-            .any(|c| c == '.' || c == '*' || c == '>' || c.is_whitespace())
+            .any(|c| c == '.' || c == '*' || c == '>' || c.is_whitespace() || c.is_control())
+    {
+        return Err(NameProblem::BadCharacters);
+    }
+    Ok(())
+}
+
+/// [`check_name`] for a name of an actor, as a [`RemoteError`](crate::RemoteError).
+pub(crate) fn check_actor_name(name: &str) -> Result<(), crate::RemoteError> {
+    check_name(name, MAX_NAME_LEN).map_err(|problem| match problem {
+        NameProblem::TooLong(len) => crate::RemoteError::NameTooLong {
+            len,
+            max: MAX_NAME_LEN,
+        },
+        NameProblem::BadCharacters => crate::RemoteError::BadName(name.to_owned()),
+    })
 }
 
 fn check_token(name: &str, key: &str) -> Result<(), ConfigError> {
-    if is_token(name) {
-        Ok(())
-    } else {
-        Err(invalid(key, TOKEN))
-    }
+    check_name(name, MAX_NODE_NAME_LEN).map_err(|_| invalid(key, TOKEN))
 }
 
-const TOKEN: &str = "a non-empty name without '.', '*', '>' or whitespace";
+const TOKEN: &str =
+    "a name of 1 to 64 bytes without '.', '*', '>', whitespace or control characters";
 
 fn missing(key: &str) -> ConfigError {
     ConfigError::InvalidValue {
@@ -221,7 +263,7 @@ fn missing(key: &str) -> ConfigError {
 
 fn token(value: &toml::Value, key: &str) -> Result<String, ConfigError> {
     match value.as_str() {
-        Some(s) if is_token(s) => Ok(s.to_owned()),
+        Some(s) if check_name(s, MAX_NODE_NAME_LEN).is_ok() => Ok(s.to_owned()),
         _ => Err(invalid(key, TOKEN)),
     }
 }
@@ -279,6 +321,12 @@ mod tests {
             ("cluster = \"a.b\"", "remote.cluster"),
             ("node = \"\"", "remote.node"),
             ("node = \"a b\"", "remote.node"),
+            ("node = \"a\\u0000b\"", "remote.node"),
+            (
+                "node = \"nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn\"",
+                "remote.node",
+            ),
+            ("cluster = \"c\\u007f\"", "remote.cluster"),
             (
                 "heartbeat-interval = \"1 fortnight\"",
                 "remote.heartbeat-interval",
