@@ -14,7 +14,25 @@ pub enum ConnectError {
     /// No NATS server could be reached, or it refused the connection.
     #[error("could not connect to NATS ({servers}): {message}")]
     Nats {
-        /// The servers tried.
+        /// The servers tried (without the credentials of their URLs).
+        servers: String,
+        /// What the client said (any secret of the settings scrubbed).
+        message: String,
+    },
+    /// The server refused this node's credentials (or wants some and got
+    /// none): NATS's "authorization violation".
+    #[error("NATS refused the credentials ({servers}): {message}")]
+    Unauthorized {
+        /// The servers tried (without the credentials of their URLs).
+        servers: String,
+        /// What the client said (any secret of the settings scrubbed).
+        message: String,
+    },
+    /// TLS failed: a certificate or key could not be loaded, the server's
+    /// certificate was not trusted, or TLS was required and not offered.
+    #[error("TLS to NATS failed ({servers}): {message}")]
+    Tls {
+        /// The servers tried (without the credentials of their URLs).
         servers: String,
         /// What the client said.
         message: String,

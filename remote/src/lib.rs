@@ -126,12 +126,14 @@ extern crate self as proscenium_remote;
 #[path = "../tests/support/mod.rs"]
 mod test_support;
 
+mod auth;
 mod codec;
 mod error;
 mod remote;
 mod remote_ref;
 mod settings;
 
+pub use crate::auth::{NatsAuth, Secret, TlsSettings};
 pub use crate::codec::RemoteReply;
 pub use crate::error::{ConnectError, RemoteAskError, RemoteError};
 pub use crate::remote::{

@@ -15,6 +15,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tokio::sync::{mpsc as tmpsc, oneshot, Notify};
 
+use crate::auth::{redact_url, scrub, url_auth, NatsAuth};
 use crate::codec::decode;
 use crate::error::{ConnectError, RemoteError};
 use crate::remote_ref::RemoteRef;
@@ -240,6 +241,39 @@ fn note_event(drops: &AtomicU64, event: &async_nats::Event) {
     }
 }
 
+/// `message` without any of `secrets` (see [`scrub`]).
+fn scrub_all(message: &str, secrets: &[String]) -> String {
+    let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
+    scrub(message, &secrets)
+}
+
+/// Whether `err` comes from rustls (a handshake that failed: an untrusted
+/// certificate, a server that does not speak TLS), somewhere in its chain
+/// of sources, directly or inside an `io::Error`.
+fn caused_by_tls(err: &(dyn std::error::Error + 'static)) -> bool {
+    use async_nats::rustls::Error as TlsError;
+    let mut next = Some(err);
+    while let Some(e) = next {
+        let inner = e
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+            .is_some_and(|inner| inner.is::<TlsError>());
+        if e.is::<TlsError>() || inner {
+            return true;
+        }
+        next = e.source();
+    }
+    false
+}
+
+/// A `remote.servers` settings error.
+fn invalid_servers(message: &str) -> ConnectError {
+    ConnectError::Settings(proscenium_shutdown::ConfigError::InvalidValue {
+        key: "remote.servers".to_owned(),
+        message: message.to_owned(),
+    })
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -459,15 +493,35 @@ impl Remote {
     ) -> Result<Remote, ConnectError> {
         settings.validate()?;
         let mut addrs = Vec::with_capacity(settings.servers.len());
+        let mut from_urls = NatsAuth::None;
         for s in &settings.servers {
             let addr: async_nats::ServerAddr = s.parse().map_err(|e: std::io::Error| {
                 proscenium_shutdown::ConfigError::InvalidValue {
                     key: "remote.servers".to_owned(),
-                    message: format!("`{s}` is not a NATS server URL: {e}"),
+                    message: format!("`{}` is not a NATS server URL: {e}", redact_url(s)),
                 }
             })?;
+            // async-nats ignores a URL's credentials: they are taken here.
+            let auth = url_auth(&addr);
+            if auth != NatsAuth::None {
+                if from_urls != NatsAuth::None && from_urls != auth {
+                    return Err(invalid_servers(
+                        "one set of credentials in the URLs, not two",
+                    ));
+                }
+                from_urls = auth;
+            }
             addrs.push(addr);
         }
+        let auth = match (&settings.auth, from_urls) {
+            (a, NatsAuth::None) => a.clone(),
+            (NatsAuth::None, from_urls) => from_urls,
+            _ => {
+                return Err(invalid_servers(
+                    "credentials in the settings or in the URLs, not in both",
+                ))
+            }
+        };
         let (tx, rx) = mpsc::channel();
         let n = ANCHORS.fetch_add(1, Ordering::Relaxed); // Relaxed: a unique suffix.
         system
@@ -485,15 +539,19 @@ impl Remote {
             .enable_all()
             .build()
             .map_err(|e| ConnectError::Start(e.to_string()))?;
-        let servers = settings.servers.join(", ");
+        // Errors show the URLs without their credentials, and never a
+        // secret of the settings (whatever the client's message holds).
+        let servers: Vec<String> = settings.servers.iter().map(|s| redact_url(s)).collect();
+        let servers = servers.join(", ");
+        let secrets: Vec<String> = auth.secrets().into_iter().map(str::to_owned).collect();
         let nats_err = |message: String| ConnectError::Nats {
             servers: servers.clone(),
-            message,
+            message: scrub_all(&message, &secrets),
         };
         let slow_consumer_drops = Arc::new(AtomicU64::new(0));
         let client = runtime.block_on(async {
             let drops = Arc::clone(&slow_consumer_drops);
-            let options = async_nats::ConnectOptions::new()
+            let mut options = async_nats::ConnectOptions::new()
                 .name(format!("proscenium {}/{}", settings.cluster, settings.node))
                 .connection_timeout(settings.connect_timeout)
                 .subscription_capacity(settings.subscription_capacity)
@@ -501,9 +559,48 @@ impl Remote {
                     note_event(&drops, &e);
                     async {}
                 });
+            options = match auth {
+                NatsAuth::None => options,
+                NatsAuth::UserPassword { user, password } => {
+                    options.user_and_password(user, password.reveal().to_owned())
+                }
+                NatsAuth::Token(token) => options.token(token.reveal().to_owned()),
+                NatsAuth::NKey(seed) => options.nkey(seed.reveal().to_owned()),
+                NatsAuth::CredentialsFile(path) => {
+                    options.credentials_file(&path).await.map_err(|e| {
+                        ConnectError::Settings(proscenium_shutdown::ConfigError::InvalidValue {
+                            key: "remote.credentials-file".to_owned(),
+                            message: format!("a NATS .creds file (`{}`: {e})", path.display()),
+                        })
+                    })?
+                }
+            };
+            let tls = &settings.tls;
+            if let Some(ca) = &tls.ca_file {
+                options = options.add_root_certificates(ca.clone());
+            }
+            if let Some((cert, key)) = &tls.client_cert {
+                options = options.add_client_certificate(cert.clone(), key.clone());
+            }
+            if tls.required {
+                options = options.require_tls(true);
+            }
             match tokio::time::timeout(settings.connect_timeout, options.connect(addrs)).await {
                 Ok(Ok(client)) => Ok(client),
-                Ok(Err(e)) => Err(nats_err(e.to_string())),
+                Ok(Err(e)) => {
+                    use async_nats::ConnectErrorKind as K;
+                    let message = scrub_all(&e.to_string(), &secrets);
+                    let servers = servers.clone();
+                    Err(match e.kind() {
+                        K::AuthorizationViolation | K::Authentication => {
+                            ConnectError::Unauthorized { servers, message }
+                        }
+                        K::Tls => ConnectError::Tls { servers, message },
+                        // async-nats reports a failed handshake as I/O.
+                        _ if caused_by_tls(&e) => ConnectError::Tls { servers, message },
+                        _ => ConnectError::Nats { servers, message },
+                    })
+                }
                 Err(_) => Err(nats_err(format!(
                     "timed out after {:?}",
                     settings.connect_timeout

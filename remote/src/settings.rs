@@ -1,11 +1,14 @@
 //! [`RemoteSettings`]: where NATS is, which cluster, which node; in code
 //! or from the `[remote]` table of a TOML file.
 
-use std::path::Path;
+use std::fmt;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use proscenium_shutdown::toml_values::{self, invalid};
 pub use proscenium_shutdown::ConfigError;
+
+use crate::auth::{readable, redact_url, NatsAuth, Secret, TlsSettings};
 
 /// How a node joins: the NATS servers to connect to, the cluster (the
 /// subject prefix every node of one application shares) and this node's
@@ -31,7 +34,21 @@ pub use proscenium_shutdown::ConfigError;
 /// assert_eq!(bad.unwrap_err().to_string(), "unknown key `remote.nod`");
 /// # Ok::<(), proscenium_remote::ConfigError>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Credentials and TLS (see [`NatsAuth`], [`TlsSettings`]); secrets never
+/// show in `Debug`, nor in a server URL's userinfo:
+///
+/// ```
+/// use proscenium_remote::RemoteSettings;
+///
+/// let s = RemoteSettings::new("tls://nats.internal:4222", "shop", "node-a")
+///     .user_password("node-a", "s3cret")
+///     .tls_required(true);
+/// assert!(!format!("{s:?}").contains("s3cret"));
+/// let s = RemoteSettings::new("nats://node-a:s3cret@nats.internal:4222", "shop", "node-a");
+/// assert!(!format!("{s:?}").contains("s3cret"));
+/// ```
+#[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RemoteSettings {
     /// NATS server URLs (`nats://host:port`); the client picks one and
@@ -56,6 +73,28 @@ pub struct RemoteSettings {
     /// counts. The buffer grows as it fills, so a large value costs memory
     /// only while a backlog lasts.
     pub subscription_capacity: usize,
+    /// How this node authenticates to NATS (default: no credentials, or
+    /// those of the server URLs).
+    pub auth: NatsAuth,
+    /// TLS to the NATS server.
+    pub tls: TlsSettings,
+}
+
+impl fmt::Debug for RemoteSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let servers: Vec<String> = self.servers.iter().map(|s| redact_url(s)).collect();
+        f.debug_struct("RemoteSettings")
+            .field("servers", &servers)
+            .field("cluster", &self.cluster)
+            .field("node", &self.node)
+            .field("heartbeat_interval", &self.heartbeat_interval)
+            .field("failure_detector_timeout", &self.failure_detector_timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("subscription_capacity", &self.subscription_capacity)
+            .field("auth", &self.auth)
+            .field("tls", &self.tls)
+            .finish()
+    }
 }
 
 impl RemoteSettings {
@@ -74,7 +113,64 @@ impl RemoteSettings {
             failure_detector_timeout: Duration::from_secs(5),
             connect_timeout: Duration::from_secs(5),
             subscription_capacity: 65_536,
+            auth: NatsAuth::None,
+            tls: TlsSettings::default(),
         }
+    }
+
+    /// Authenticates with a user and password.
+    pub fn user_password(
+        mut self,
+        user: impl Into<String>,
+        password: impl Into<Secret>,
+    ) -> RemoteSettings {
+        self.auth = NatsAuth::UserPassword {
+            user: user.into(),
+            password: password.into(),
+        };
+        self
+    }
+
+    /// Authenticates with a token.
+    pub fn token(mut self, token: impl Into<Secret>) -> RemoteSettings {
+        self.auth = NatsAuth::Token(token.into());
+        self
+    }
+
+    /// Authenticates with an nkey, given its seed (`SU...`).
+    pub fn nkey_seed(mut self, seed: impl Into<Secret>) -> RemoteSettings {
+        self.auth = NatsAuth::NKey(seed.into());
+        self
+    }
+
+    /// Authenticates with a `.creds` file (user JWT and nkey seed).
+    pub fn credentials_file(mut self, path: impl Into<PathBuf>) -> RemoteSettings {
+        self.auth = NatsAuth::CredentialsFile(path.into());
+        self
+    }
+
+    /// Trusts the CA certificate(s) in this PEM file for the server's
+    /// certificate (instead of the system's roots).
+    pub fn tls_ca_file(mut self, path: impl Into<PathBuf>) -> RemoteSettings {
+        self.tls.ca_file = Some(path.into());
+        self
+    }
+
+    /// Presents this certificate chain and key (PEM files) to a server
+    /// that verifies its clients (mutual TLS).
+    pub fn tls_client_cert(
+        mut self,
+        cert: impl Into<PathBuf>,
+        key: impl Into<PathBuf>,
+    ) -> RemoteSettings {
+        self.tls.client_cert = Some((cert.into(), key.into()));
+        self
+    }
+
+    /// Refuses to connect without TLS.
+    pub fn tls_required(mut self, required: bool) -> RemoteSettings {
+        self.tls.required = required;
+        self
     }
 
     /// Adds a server URL.
@@ -108,7 +204,12 @@ impl RemoteSettings {
     /// `heartbeat-interval`, `failure-detector-timeout`, `connect-timeout`,
     /// `subscription-capacity` (a positive integer) (durations as in every proscenium section: `"500ms"`, `"3 s"`,
     /// `"1.5 s"`, `"1 m"`, `"1 h"`, Akka's long unit names, or here also an
-    /// integer of milliseconds). Other tables are left alone; an unknown key or a bad
+    /// integer of milliseconds); credentials, at most one way: `user` with
+    /// `password` (or `password-file`), `token` (or `token-file`),
+    /// `nkey-seed` (or `nkey-seed-file`), `credentials-file`; TLS:
+    /// `tls-ca-file`, `tls-cert-file` with `tls-key-file`, `tls-required`
+    /// (a boolean). A `*-file` secret is read when the TOML is, relative
+    /// paths from the working directory. Other tables are left alone; an unknown key or a bad
     /// value is an error naming the key, such as `remote.node`. The result
     /// is [validated](Self::validate): TOML and code refuse the same
     /// settings.
@@ -125,9 +226,21 @@ impl RemoteSettings {
         let mut cluster = None;
         let mut node = None;
         let mut out = RemoteSettings::new("", "", "");
+        let mut auth = AuthKeys::default();
+        let mut tls_cert = None;
+        let mut tls_key = None;
         for (key, value) in section {
             let full = format!("remote.{key}");
             match key.as_str() {
+                "user" => auth.user = Some(string(value, &full)?),
+                "password" | "password-file" => auth.password = secret(value, &full, key)?,
+                "token" | "token-file" => auth.token = secret(value, &full, key)?,
+                "nkey-seed" | "nkey-seed-file" => auth.nkey = secret(value, &full, key)?,
+                "credentials-file" => auth.creds = Some(PathBuf::from(string(value, &full)?)),
+                "tls-ca-file" => out.tls.ca_file = Some(PathBuf::from(string(value, &full)?)),
+                "tls-cert-file" => tls_cert = Some(PathBuf::from(string(value, &full)?)),
+                "tls-key-file" => tls_key = Some(PathBuf::from(string(value, &full)?)),
+                "tls-required" => out.tls.required = toml_values::flag(value, &full)?,
                 "servers" => servers = Some(string_list(value, &full)?),
                 "cluster" => cluster = Some(token(value, &full)?),
                 "node" => node = Some(token(value, &full)?),
@@ -145,6 +258,13 @@ impl RemoteSettings {
         out.servers = servers.ok_or_else(|| missing("remote.servers"))?;
         out.cluster = cluster.ok_or_else(|| missing("remote.cluster"))?;
         out.node = node.ok_or_else(|| missing("remote.node"))?;
+        out.auth = auth.into_auth()?;
+        out.tls.client_cert = match (tls_cert, tls_key) {
+            (Some(cert), Some(key)) => Some((cert, key)),
+            (None, None) => None,
+            (Some(_), None) => return Err(missing_with("remote.tls-key-file", "tls-cert-file")),
+            (None, Some(_)) => return Err(missing_with("remote.tls-cert-file", "tls-key-file")),
+        };
         // What code would refuse at `connect`, TOML refuses when read.
         out.validate()?;
         Ok(out)
@@ -165,7 +285,9 @@ impl RemoteSettings {
     /// server, `cluster` and `node` subject tokens of at most
     /// [`MAX_NODE_NAME_LEN`] bytes, positive
     /// `heartbeat-interval`, `connect-timeout` and `subscription-capacity`,
-    /// and a `failure-detector-timeout` longer than the heartbeat interval.
+    /// a `failure-detector-timeout` longer than the heartbeat interval,
+    /// credentials that can be used (a user name, a token, a well-formed
+    /// nkey seed, a readable credentials file) and readable TLS files.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.servers.is_empty() {
             return Err(invalid("remote.servers", "at least one server URL"));
@@ -190,7 +312,91 @@ impl RemoteSettings {
                 "a duration longer than heartbeat-interval",
             ));
         }
+        match &self.auth {
+            NatsAuth::UserPassword { user, .. } if user.is_empty() => {
+                return Err(invalid("remote.user", "a non-empty user name"));
+            }
+            NatsAuth::Token(t) if t.reveal().is_empty() => {
+                return Err(invalid("remote.token", "a non-empty token"));
+            }
+            NatsAuth::NKey(seed) if nkeys::KeyPair::from_seed(seed.reveal()).is_err() => {
+                // Never the seed itself in the message.
+                return Err(invalid(
+                    "remote.nkey-seed",
+                    "an nkey seed (58 characters, `SU...` for a user)",
+                ));
+            }
+            NatsAuth::CredentialsFile(path) => readable(path, "remote.credentials-file")?,
+            _ => {}
+        }
+        self.tls.validate()?;
         Ok(())
+    }
+}
+
+/// The `[remote]` keys of the credentials, gathered before they are
+/// checked together: one method at most.
+#[derive(Default)]
+struct AuthKeys {
+    user: Option<String>,
+    password: Option<Secret>,
+    token: Option<Secret>,
+    nkey: Option<Secret>,
+    creds: Option<PathBuf>,
+}
+
+impl AuthKeys {
+    fn into_auth(self) -> Result<NatsAuth, ConfigError> {
+        const ONE: &str = "one way to authenticate: user and password, token, nkey-seed or \
+                           credentials-file, not two";
+        let mut methods = Vec::new();
+        let user = match (self.user, self.password) {
+            (Some(user), Some(password)) => Some(NatsAuth::UserPassword { user, password }),
+            (None, None) => None,
+            (Some(_), None) => return Err(missing_with("remote.password", "user")),
+            (None, Some(_)) => return Err(missing_with("remote.user", "password")),
+        };
+        methods.extend(user.map(|a| ("remote.user", a)));
+        methods.extend(self.token.map(|t| ("remote.token", NatsAuth::Token(t))));
+        methods.extend(self.nkey.map(|n| ("remote.nkey-seed", NatsAuth::NKey(n))));
+        methods.extend(
+            self.creds
+                .map(|c| ("remote.credentials-file", NatsAuth::CredentialsFile(c))),
+        );
+        match methods.len() {
+            0 => Ok(NatsAuth::None),
+            1 => Ok(methods.remove(0).1),
+            _ => Err(invalid(methods[1].0, ONE)),
+        }
+    }
+}
+
+/// `key` is required because `with` is set.
+fn missing_with(key: &str, with: &str) -> ConfigError {
+    ConfigError::InvalidValue {
+        key: key.to_owned(),
+        message: format!("required with `{with}`"),
+    }
+}
+
+fn string(value: &toml::Value, key: &str) -> Result<String, ConfigError> {
+    value
+        .as_str()
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .ok_or_else(|| invalid(key, "a non-empty string"))
+}
+
+/// A secret given inline (`name`) or in a file (`name-file`, read now):
+/// `Some`, or an error naming `full` (never showing the value).
+fn secret(value: &toml::Value, full: &str, name: &str) -> Result<Option<Secret>, ConfigError> {
+    let text = string(value, full)?;
+    if name.ends_with("-file") {
+        Secret::from_file(&text)
+            .map(Some)
+            .map_err(|e| invalid(full, &format!("a readable file (`{text}`: {e})")))
+    } else {
+        Ok(Some(Secret::new(text)))
     }
 }
 
@@ -359,6 +565,75 @@ mod tests {
     }
 
     #[test]
+    fn credentials_and_tls_keys_are_read_and_checked() {
+        let read = |extra: &str| RemoteSettings::from_toml_str(&format!("{BASE}{extra}"));
+        let s = read("user = \"u\"\npassword = \"pw-1\"").expect("valid");
+        assert_eq!(
+            s.auth,
+            NatsAuth::UserPassword {
+                user: "u".into(),
+                password: Secret::new("pw-1")
+            }
+        );
+        assert!(!format!("{s:?}").contains("pw-1"), "{s:?}");
+        let s = read("token = \"tok\"").expect("valid");
+        assert_eq!(s.auth, NatsAuth::Token(Secret::new("tok")));
+        let s = read("tls-required = true").expect("valid");
+        assert!(s.tls.required);
+        let dir = std::env::temp_dir().join(format!("proscenium-settings-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let file = dir.join("token");
+        std::fs::write(&file, "from-file\n").expect("write");
+        let s = read(&format!("token-file = \"{}\"", file.display())).expect("valid");
+        assert_eq!(s.auth, NatsAuth::Token(Secret::new("from-file")));
+        let s = read(&format!(
+            "tls-ca-file = \"{0}\"\ntls-cert-file = \"{0}\"\ntls-key-file = \"{0}\"",
+            file.display()
+        ))
+        .expect("valid");
+        assert_eq!(s.tls.client_cert, Some((file.clone(), file.clone())));
+        let cases = [
+            ("user = \"u\"", "remote.password"),
+            ("password = \"p\"", "remote.user"),
+            (
+                "token = \"t\"\nuser = \"u\"\npassword = \"p\"",
+                "remote.token",
+            ),
+            ("token = \"t\"\nnkey-seed = \"SU\"", "remote.nkey-seed"),
+            ("nkey-seed = \"SUAnotaseed\"", "remote.nkey-seed"),
+            ("token = \"\"", "remote.token"),
+            (
+                "token-file = \"/nonexistent/proscenium\"",
+                "remote.token-file",
+            ),
+            (
+                "credentials-file = \"/nonexistent/x.creds\"",
+                "remote.credentials-file",
+            ),
+            (
+                "tls-ca-file = \"/nonexistent/ca.pem\"",
+                "remote.tls-ca-file",
+            ),
+            (
+                "tls-cert-file = \"/nonexistent/c.pem\"",
+                "remote.tls-key-file",
+            ),
+            (
+                "tls-key-file = \"/nonexistent/k.pem\"",
+                "remote.tls-cert-file",
+            ),
+            ("tls-required = \"yes\"", "remote.tls-required"),
+        ];
+        for (extra, key) in cases {
+            let err = read(extra).expect_err(extra);
+            // A secret never shows in the message.
+            assert!(!err.to_string().contains("SUAnotaseed"), "{err}");
+            assert_eq!(key_of(err), key, "{extra}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn required_keys_are_named() {
         for key in ["servers", "cluster", "node"] {
             let text: String = BASE
@@ -373,19 +648,47 @@ mod tests {
         assert_eq!(key_of(err), "remote");
     }
 
-    /// The README's `[remote]` example ("More than one machine") parses
-    /// and shows every key.
+    /// The README's `[remote]` examples ("More than one machine") parse
+    /// and show every key between them (the files they name replaced by
+    /// files that exist here; an alternative way to authenticate may be
+    /// shown commented out, as only one may be set).
     #[test]
-    fn the_readme_example_parses_and_shows_every_key() {
+    fn the_readme_examples_parse_and_show_every_key() {
         let readme = include_str!("../../README.md");
-        let block = readme
+        let blocks: Vec<&str> = readme
             .split("```toml\n")
             .skip(1)
             .filter_map(|rest| rest.split("```").next())
-            .find(|b| b.starts_with("[remote]"))
-            .expect("a ```toml block with [remote] in the README");
-        let s = RemoteSettings::from_toml_str(block).expect("the README's example is valid");
-        assert_eq!(s.cluster, "shop");
+            .filter(|b| b.starts_with("[remote]"))
+            .collect();
+        assert!(
+            blocks.len() >= 2,
+            "two ```toml blocks with [remote] in the README"
+        );
+        let dir = std::env::temp_dir().join(format!("proscenium-readme-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let file = dir.join("any");
+        std::fs::write(&file, "secret-from-a-file-of-32-bytes-or-more\n").expect("write");
+        for block in &blocks {
+            let text: String = block
+                .lines()
+                .map(|l| match l.split_once(" = ") {
+                    Some((key, _)) if key.ends_with("-file") => {
+                        format!("{key} = \"{}\"\n", file.display())
+                    }
+                    _ => format!("{l}\n"),
+                })
+                .collect();
+            let s = RemoteSettings::from_toml_str(&text).expect("the README's example is valid");
+            assert_eq!(s.cluster, "shop");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        let shown = |key: &str| {
+            blocks
+                .iter()
+                .flat_map(|b| b.lines())
+                .any(|l| l.starts_with(&format!("{key} =")) || l.starts_with(&format!("# {key} =")))
+        };
         for key in [
             "servers",
             "cluster",
@@ -394,10 +697,19 @@ mod tests {
             "failure-detector-timeout",
             "connect-timeout",
             "subscription-capacity",
+            "user",
+            "password-file",
+            "token-file",
+            "nkey-seed-file",
+            "credentials-file",
+            "tls-ca-file",
+            "tls-cert-file",
+            "tls-key-file",
+            "tls-required",
         ] {
             assert!(
-                block.lines().any(|l| l.starts_with(&format!("{key} ="))),
-                "the README's [remote] example does not show `{key}`"
+                shown(key),
+                "the README's [remote] examples do not show `{key}`"
             );
         }
     }
