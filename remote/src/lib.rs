@@ -20,9 +20,26 @@
 //! |---|---|
 //! | `C.actor.<name>` | messages to the actor exposed as `<name>` (a queue group for [`Remote::expose_group`]) |
 //! | `C.where.<name>` | answered by the node exposing `<name>` (watches find the node with it) |
-//! | `C.terminated.<name>` | published when an exposed actor terminates or its node leaves |
 //! | `C.node.<node>.join` / `.hb` / `.leave` | a node's arrival, heartbeat, and departure |
-//! | `_INBOX.<id>.inbox.<n>` | replies to this node's asks |
+//! | `C.node.<node>.terminated.<name>` | published when an exposed actor terminates or its node leaves |
+//! | `C.reply.<node>.<token>.<id>` | replies to this node's asks (`<token>`: 128 random bits, never published; `<id>`: random) |
+//!
+//! Every subject a node publishes on names it (`C.node.<node>.>`) or is
+//! one another node chose, so NATS permissions can keep each node to its
+//! own (see the trust model in docs/decisions/0023-remote-security.md).
+//!
+//! # Security
+//!
+//! [`RemoteSettings`] carries the NATS credentials ([`NatsAuth`]: user
+//! and password, token, nkey, `.creds` file) and TLS ([`TlsSettings`]: a
+//! CA, a client certificate for mutual TLS, TLS required); secrets never
+//! show in `Debug` output or errors. With a
+//! [`cluster_key`](RemoteSettings::cluster_key) every message a node
+//! publishes is signed (HMAC-SHA256) and every message it receives must
+//! verify: a NATS client without the key cannot forge a leave, a
+//! heartbeat, a terminated notice, a reply or a message to an actor;
+//! what does not verify, or replays an old notice, is dropped and counted
+//! ([`Remote::rejected_messages`]).
 //!
 //! # Delivery guarantees
 //!
@@ -128,16 +145,18 @@ mod test_support;
 
 mod auth;
 mod codec;
+mod control;
 mod error;
 mod remote;
 mod remote_ref;
 mod settings;
+mod shared;
+mod sign;
 
 pub use crate::auth::{NatsAuth, Secret, TlsSettings};
 pub use crate::codec::RemoteReply;
+pub use crate::control::{RemoteTerminated, RemoteWatch, TerminatedReason};
 pub use crate::error::{ConnectError, RemoteAskError, RemoteError};
-pub use crate::remote::{
-    Remote, RemoteTerminated, RemoteWatch, TerminatedReason, UndecodableMessage,
-};
+pub use crate::remote::{Remote, UndecodableMessage};
 pub use crate::remote_ref::{RemoteAsk, RemoteRef};
 pub use crate::settings::{ConfigError, RemoteSettings, MAX_NAME_LEN, MAX_NODE_NAME_LEN};

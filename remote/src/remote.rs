@@ -1,13 +1,13 @@
 //! [`Remote`]: one node's connection to the cluster, what it exposes, its
 //! watches, and its part in the coordinated shutdown.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Duration;
 
-use async_nats::{HeaderMap, Message, StatusCode, Subscriber};
+use async_nats::{Message, StatusCode, Subscriber};
 use bytes::Bytes;
 use futures_util::StreamExt;
 use proscenium::{Actor, ActorRef, ActorSystem, Context, Outcome, Phase, Props, TaskError};
@@ -17,12 +17,15 @@ use tokio::sync::{mpsc as tmpsc, oneshot, Notify};
 
 use crate::auth::{redact_url, scrub, url_auth, NatsAuth};
 use crate::codec::decode;
+use crate::control::{self, Incarnation, RemoteTerminated, RemoteWatch, Watches};
 use crate::error::{ConnectError, RemoteError};
 use crate::remote_ref::RemoteRef;
 use crate::settings::{check_actor_name, RemoteSettings};
-
-/// The header that carries a responder's failure back to an asker.
-pub(crate) const ERROR_HEADER: &str = "Proscenium-Error";
+use crate::shared::{
+    expire_pending, flush, inbox_task, lock, note_event, outbound, Out, PendingTable, Shared,
+    ERROR_HEADER,
+};
+use crate::sign::{random_hex128, ClusterKey};
 
 /// A message from another node that could not be decoded as the exposed
 /// actor's message type; it is a dead letter on the receiving node
@@ -38,141 +41,7 @@ pub struct UndecodableMessage {
     pub payload: Bytes,
 }
 
-/// What a watcher learns when a watched remote actor is gone: see
-/// [`Remote::watch`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct RemoteTerminated {
-    /// The exposed name watched.
-    pub name: String,
-    /// The node that exposed it, if it was found.
-    pub node: Option<String>,
-    /// Why the watch fired.
-    pub reason: TerminatedReason,
-}
-
-/// Why a remote watch fired.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum TerminatedReason {
-    /// The actor terminated (its node said so).
-    Stopped,
-    /// Its node left the cluster (coordinated shutdown).
-    NodeLeft,
-    /// Its node sent no heartbeat within the failure-detector timeout (or
-    /// did not answer where the actor is): taken as gone, as Akka's
-    /// watch takes an unreachable node.
-    NodeUnreachable,
-    /// No node exposes the name (with [`Remote::expose`]) at watch time.
-    NotFound,
-}
-
-/// An outbound command: published in submission order by one task, which
-/// gives per-sender order across tells, asks and replies.
-pub(crate) enum Out {
-    Publish {
-        subject: String,
-        reply: Option<String>,
-        headers: Option<HeaderMap>,
-        payload: Bytes,
-    },
-}
-
-impl Out {
-    pub(crate) fn publish(subject: String, reply: Option<String>, payload: Bytes) -> Out {
-        Out::Publish {
-            subject,
-            reply,
-            headers: None,
-            payload,
-        }
-    }
-
-    pub(crate) fn error(subject: String, reason: &str) -> Out {
-        let mut headers = HeaderMap::new();
-        // A header value cannot hold a line break.
-        headers.insert(ERROR_HEADER, reason.replace(['\r', '\n'], " ").as_str());
-        Out::Publish {
-            subject,
-            reply: None,
-            headers: Some(headers),
-            payload: Bytes::new(),
-        }
-    }
-}
-
-/// What to do with the answer to a reply subject of this node: called
-/// once, with the message or `Err` when it is given up on.
-pub(crate) struct Pending {
-    pub(crate) deliver: Box<dyn FnOnce(Result<Message, ()>) + Send>,
-    /// For local replies: whether their asker still waits (else the
-    /// heartbeat's sweep drops the entry).
-    pub(crate) alive: Option<Box<dyn Fn() -> bool + Send>>,
-    /// When it is given up on (an ask's timeout, a where-request's):
-    /// removed with the entry, so an answered ask leaves nothing armed.
-    pub(crate) deadline: Option<Instant>,
-}
-
-/// The pending entries, and their deadlines in order.
-#[derive(Default)]
-struct PendingTable {
-    by_id: HashMap<u64, Pending>,
-    deadlines: BTreeSet<(Instant, u64)>,
-}
-
-impl PendingTable {
-    fn remove(&mut self, id: u64) -> Option<Pending> {
-        let pending = self.by_id.remove(&id)?;
-        if let Some(at) = pending.deadline {
-            self.deadlines.remove(&(at, id));
-        }
-        Some(pending)
-    }
-}
-
-struct Watch {
-    name: String,
-    node: Option<String>,
-    /// The incarnation of the node (its connection's inbox) that answered.
-    incarnation: Option<String>,
-    fire: Box<dyn FnOnce(RemoteTerminated) + Send>,
-}
-
-/// Learns that `inc` is `node`'s current incarnation: returns the watches
-/// located on an earlier one (those actors are gone). A node heard from
-/// for the first time (or anew) wakes the failure detector (`heard`).
-fn current_incarnation(w: &mut Watches, node: &str, inc: &str, heard: &Notify) -> Vec<Watch> {
-    match w.last_seen.get_mut(node) {
-        Some((seen_inc, seen)) if seen_inc == inc => {
-            *seen = Instant::now();
-            return Vec::new();
-        }
-        _ => {}
-    }
-    w.last_seen
-        .insert(node.to_owned(), (inc.to_owned(), Instant::now()));
-    // A permit if the detector is not waiting: it looks again.
-    heard.notify_one();
-    let stale: Vec<u64> = w
-        .by_id
-        .iter()
-        .filter(|(_, x)| {
-            x.node.as_deref() == Some(node) && x.incarnation.as_deref().is_some_and(|i| i != inc)
-        })
-        .map(|(id, _)| *id)
-        .collect();
-    stale.iter().filter_map(|id| w.by_id.remove(id)).collect()
-}
-
-#[derive(Default)]
-struct Watches {
-    by_id: HashMap<u64, Watch>,
-    /// When each node watched was last heard from, and its current
-    /// incarnation (a node restarted under the same name is another one).
-    last_seen: HashMap<String, (String, Instant)>,
-}
-
-struct Exposed {
+pub(crate) struct Exposed {
     /// Tells the serving task to drain.
     drain: Option<oneshot::Sender<()>>,
     /// Plain expose (watchable, announced as terminated on leave).
@@ -181,64 +50,11 @@ struct Exposed {
 
 /// The names this node exposes, and whether the drain has begun.
 #[derive(Default)]
-struct Exposures {
+pub(crate) struct Exposures {
     by_name: HashMap<String, Exposed>,
     /// Set by `drain` when it takes the drain signals: no expose after it
     /// (its serving task would never get a signal).
     draining: bool,
-}
-
-/// The node's state, shared by the handles and the tasks on the runtime.
-pub(crate) struct Shared {
-    pub(crate) client: async_nats::Client,
-    pub(crate) settings: RemoteSettings,
-    /// An engine-internal handle (it does not keep the system alive).
-    system: ActorSystem,
-    out: tmpsc::UnboundedSender<Out>,
-    inbox: String,
-    next_id: AtomicU64,
-    pending: Mutex<PendingTable>,
-    /// Wakes `expire_pending`: an entry with an earlier deadline than
-    /// every other was added.
-    earlier_deadline: Notify,
-    watches: Mutex<Watches>,
-    exposed: Mutex<Exposures>,
-    /// Serving tasks still running or about to start (counted under the
-    /// `exposed` lock when the name is taken; each notifies `served` as it
-    /// ends).
-    serving: AtomicUsize,
-    served: Notify,
-    /// Replies decoded on this node and not yet sent or dropped.
-    open_replies: AtomicUsize,
-    replies_settled: Notify,
-    /// Wakes the failure detector: a node joined `watches.last_seen`.
-    node_heard: Notify,
-    /// Set once the node has left: sends fail with `Closed`.
-    left: AtomicBool,
-    /// Messages the NATS client dropped because an exposed name's buffer
-    /// was full (its "slow consumer" events; see `Remote::dropped_by_slow_consumer`).
-    slow_consumer_drops: Arc<AtomicU64>,
-}
-
-/// What the node does with an event of its NATS client: a slow-consumer
-/// drop is counted in `drops` and logged as a warning (on the first and
-/// every power-of-two-th, so that a flood of drops is not a flood of log
-/// lines); anything else is logged.
-fn note_event(drops: &AtomicU64, event: &async_nats::Event) {
-    if let async_nats::Event::SlowConsumer(sid) = event {
-        // Relaxed: a statistic, read on its own.
-        let n = drops.fetch_add(1, Ordering::Relaxed) + 1;
-        if n.is_power_of_two() {
-            tracing::warn!(
-                subscription = sid,
-                dropped = n,
-                "remote: a message for an exposed name was dropped: its buffer \
-                 (subscription-capacity) is full, the actor falls behind its senders"
-            );
-        }
-    } else {
-        tracing::info!(event = %event, "remote: NATS");
-    }
 }
 
 /// `message` without any of `secrets` (see [`scrub`]).
@@ -272,143 +88,6 @@ fn invalid_servers(message: &str) -> ConnectError {
         key: "remote.servers".to_owned(),
         message: message.to_owned(),
     })
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-impl Shared {
-    pub(crate) fn subject(&self, kind: &str, name: &str) -> String {
-        format!("{}.{kind}.{name}", self.settings.cluster)
-    }
-
-    pub(crate) fn max_payload(&self) -> usize {
-        // An atomic load in the client, kept up to date from the server's
-        // INFO; `server_info()` clones the whole INFO (a dozen strings) on
-        // every message (BENCHMARKS.md, "Remote").
-        self.client.max_payload()
-    }
-
-    pub(crate) fn send_out(&self, out: Out) {
-        // Fails only once the runtime is gone: nothing can be sent then.
-        let _ = self.out.send(out);
-    }
-
-    pub(crate) fn is_closed(&self) -> bool {
-        // Acquire: pairs with the Release store in `leave`.
-        self.left.load(Ordering::Acquire)
-    }
-
-    pub(crate) fn new_reply_subject(&self) -> (u64, String) {
-        // Relaxed: only uniqueness matters.
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        (id, self.reply_subject_of(id))
-    }
-
-    /// A round trip through the server: a message to this node's own
-    /// inbox, published after everything sent so far, comes back. The
-    /// server handles a connection's operations in order, so once it is
-    /// back, every subscription made before is registered there.
-    /// (async-nats's `flush` only waits until the bytes are written.)
-    pub(crate) async fn round_trip(&self) -> Result<(), String> {
-        let (id, subject) = self.new_reply_subject();
-        let (tx, rx) = oneshot::channel();
-        self.put_pending(
-            id,
-            Pending {
-                deliver: Box::new(move |outcome| {
-                    let _ = tx.send(outcome.is_ok());
-                }),
-                alive: None,
-                // Bounded by its caller's `timeout`.
-                deadline: None,
-            },
-        );
-        self.send_out(Out::publish(subject, None, Bytes::new()));
-        match tokio::time::timeout(self.settings.connect_timeout, rx).await {
-            Ok(Ok(true)) => Ok(()),
-            _ => {
-                self.take_pending(id);
-                Err(format!(
-                    "no round trip through the server within {:?}",
-                    self.settings.connect_timeout
-                ))
-            }
-        }
-    }
-
-    pub(crate) fn reply_subject_of(&self, id: u64) -> String {
-        format!("{}.{id}", self.inbox)
-    }
-
-    pub(crate) fn put_pending(&self, id: u64, pending: Pending) {
-        let mut table = lock(&self.pending);
-        if let Some(at) = pending.deadline {
-            let earliest = table.deadlines.first().is_none_or(|(first, _)| at < *first);
-            table.deadlines.insert((at, id));
-            if earliest {
-                // A permit if the task is not waiting: it looks again.
-                self.earlier_deadline.notify_one();
-            }
-        }
-        table.by_id.insert(id, pending);
-    }
-
-    /// Deadlines of pending entries not yet answered or given up on.
-    #[cfg(test)]
-    pub(crate) fn deadlines_armed(&self) -> usize {
-        lock(&self.pending).deadlines.len()
-    }
-
-    pub(crate) fn take_pending(&self, id: u64) -> Option<Pending> {
-        lock(&self.pending).remove(id)
-    }
-
-    pub(crate) fn reply_armed(&self) {
-        // Relaxed: a count; `reply_settled`'s notify carries the wake-up.
-        self.open_replies.fetch_add(1, Ordering::Relaxed);
-    }
-
-    pub(crate) fn reply_settled(&self) {
-        // AcqRel: the waiter in `close` reads the count after the notify.
-        if self.open_replies.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.replies_settled.notify_waiters();
-        }
-    }
-
-    pub(crate) fn dead_letter<T: std::any::Any + Send>(
-        &self,
-        recipient: Option<proscenium::ActorId>,
-        message: T,
-    ) {
-        self.system.publish_dead_letter(recipient, message);
-    }
-
-    fn fire(&self, watch: Watch, reason: TerminatedReason) {
-        (watch.fire)(RemoteTerminated {
-            name: watch.name,
-            node: watch.node,
-            reason,
-        });
-    }
-
-    /// Fires (and removes) every watch matching `pick`.
-    fn fire_where(&self, reason: TerminatedReason, pick: impl Fn(&Watch) -> bool) {
-        let fired: Vec<Watch> = {
-            let mut w = lock(&self.watches);
-            let ids: Vec<u64> = w
-                .by_id
-                .iter()
-                .filter(|(_, watch)| pick(watch))
-                .map(|(id, _)| *id)
-                .collect();
-            ids.iter().filter_map(|id| w.by_id.remove(id)).collect()
-        };
-        for watch in fired {
-            self.fire(watch, reason);
-        }
-    }
 }
 
 /// One node of a proscenium cluster on NATS: exposes local actors under
@@ -608,17 +287,34 @@ impl Remote {
             }
         })?;
         let (out_tx, out_rx) = tmpsc::unbounded_channel();
-        let inbox = format!("{}.inbox", client.new_inbox());
+        // Never published: reply subjects are unguessable (see `Shared::inbox`).
+        let inbox = format!(
+            "{}.reply.{}.{}",
+            settings.cluster,
+            settings.node,
+            random_hex128()
+        );
+        let key = settings.cluster_key.as_ref().map(ClusterKey::new);
+        if key.is_none() {
+            tracing::warn!(
+                node = %settings.node,
+                "remote: no cluster key: any client that may publish on the cluster's subjects \
+                 can forge control notices and messages (see docs/decisions/0023)"
+            );
+        }
         let shared = Arc::new(Shared {
             client,
             settings,
             system,
             out: out_tx,
+            key,
+            incarnation: Incarnation::new(),
             inbox,
-            next_id: AtomicU64::new(0),
             pending: Mutex::new(PendingTable::default()),
             earlier_deadline: Notify::new(),
+            next_watch: AtomicU64::new(0),
             watches: Mutex::new(Watches::default()),
+            notice_seq: Mutex::new(0),
             node_heard: Notify::new(),
             exposed: Mutex::new(Exposures::default()),
             serving: AtomicUsize::new(0),
@@ -627,6 +323,7 @@ impl Remote {
             replies_settled: Notify::new(),
             left: AtomicBool::new(false),
             slow_consumer_drops,
+            rejected: AtomicU64::new(0),
         });
         runtime.block_on(start(&shared, out_rx)).map_err(nats_err)?;
         let handle = runtime.handle().clone();
@@ -669,6 +366,18 @@ impl Remote {
             .shared
             .slow_consumer_drops
             .load(Ordering::Relaxed)
+    }
+
+    /// How many messages this node dropped unread because they did not
+    /// verify against the cluster key (a client without the key published
+    /// them: a forged control notice, reply, where-answer or message to an
+    /// actor), or were replays (a heartbeat, leave or terminated notice of
+    /// an older incarnation, or not newer than the last one heard). Each
+    /// is also logged (a `tracing` warning, on the first and every
+    /// power-of-two-th). See docs/decisions/0023-remote-security.md.
+    pub fn rejected_messages(&self) -> u64 {
+        // Relaxed: a statistic.
+        self.inner.shared.rejected.load(Ordering::Relaxed)
     }
 
     /// Makes `actor` reachable from every node under `name`: messages
@@ -827,55 +536,13 @@ impl Remote {
         watcher: &ActorRef<N>,
         make: impl FnOnce(RemoteTerminated) -> N + Send + 'static,
     ) -> Result<RemoteWatch, RemoteError> {
-        let shared = Arc::clone(&self.inner.shared);
+        let shared = &self.inner.shared;
         check_actor_name(name)?;
         if shared.is_closed() {
             return Err(RemoteError::Closed);
         }
-        let (id, _) = shared.new_reply_subject();
         let watcher = watcher.clone();
-        lock(&shared.watches).by_id.insert(
-            id,
-            Watch {
-                name: name.to_owned(),
-                node: None,
-                incarnation: None,
-                fire: Box::new(move |t| watcher.tell(make(t))),
-            },
-        );
-        // The where-request goes out through the ordered queue: it reaches
-        // the exposing node before anything this node sends after `watch`
-        // returns (and that node answers it before later messages).
-        let (rid, reply_subject) = shared.new_reply_subject();
-        let resolver = Arc::clone(&shared);
-        shared.put_pending(
-            rid,
-            Pending {
-                deliver: Box::new(move |outcome| {
-                    let outcome = match outcome {
-                        Ok(msg) if msg.status == Some(StatusCode::NO_RESPONDERS) => {
-                            Err(TerminatedReason::NotFound)
-                        }
-                        Ok(msg) if msg.status.is_none() => {
-                            Ok(String::from_utf8_lossy(&msg.payload).into_owned())
-                        }
-                        _ => Err(TerminatedReason::NodeUnreachable),
-                    };
-                    located(&resolver, id, outcome);
-                }),
-                alive: None,
-                deadline: Instant::now().checked_add(shared.settings.failure_detector_timeout),
-            },
-        );
-        shared.send_out(Out::publish(
-            shared.subject("where", name),
-            Some(reply_subject),
-            Bytes::new(),
-        ));
-        Ok(RemoteWatch {
-            shared: Arc::clone(&self.inner.shared),
-            id,
-        })
+        control::watch(shared, name, Box::new(move |t| watcher.tell(make(t))))
     }
 
     /// Puts this node's leaving into the system's coordinated shutdown:
@@ -944,56 +611,6 @@ impl fmt::Debug for Remote {
     }
 }
 
-/// A remote watch; [`unwatch`](Self::unwatch) cancels it. Dropping it
-/// keeps the watch.
-#[derive(Debug)]
-pub struct RemoteWatch {
-    shared: Arc<Shared>,
-    id: u64,
-}
-
-impl fmt::Debug for Shared {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Shared")
-            .field("node", &self.settings.node)
-            .finish()
-    }
-}
-
-impl RemoteWatch {
-    /// Cancels the watch: no Terminated comes from it after this returns.
-    /// Returns `false` if it had already fired.
-    pub fn unwatch(self) -> bool {
-        lock(&self.shared.watches).by_id.remove(&self.id).is_some()
-    }
-}
-
-/// A watch's where-request was answered (with the node) or failed.
-fn located(shared: &Shared, id: u64, outcome: Result<String, TerminatedReason>) {
-    let (fire, stale) = {
-        let mut w = lock(&shared.watches);
-        match outcome {
-            Ok(answer) => {
-                // "<node> <incarnation>"
-                let (node, inc) = answer.split_once(' ').unwrap_or((answer.as_str(), ""));
-                let stale = current_incarnation(&mut w, node, inc, &shared.node_heard);
-                if let Some(watch) = w.by_id.get_mut(&id) {
-                    watch.node = Some(node.to_owned());
-                    watch.incarnation = Some(inc.to_owned());
-                }
-                (None, stale)
-            }
-            Err(reason) => (w.by_id.remove(&id).map(|watch| (watch, reason)), Vec::new()),
-        }
-    };
-    if let Some((watch, reason)) = fire {
-        shared.fire(watch, reason);
-    }
-    for watch in stale {
-        shared.fire(watch, TerminatedReason::NodeUnreachable);
-    }
-}
-
 /// Runs `f` on the remote's runtime; the shutdown task awaits its end.
 fn on_runtime<F>(
     handle: tokio::runtime::Handle,
@@ -1049,18 +666,10 @@ async fn leave(shared: Arc<Shared>) -> Result<(), String> {
         .map(|(n, _)| n.clone())
         .collect();
     for name in names {
-        shared.send_out(Out::publish(
-            shared.subject("terminated", &name),
-            None,
-            Bytes::from(shared.settings.node.clone()),
-        ));
+        shared.send_notice(&format!("terminated.{name}"));
     }
+    shared.send_notice("leave");
     let node = &shared.settings.node;
-    shared.send_out(Out::publish(
-        format!("{}.node.{node}.leave", shared.settings.cluster),
-        None,
-        Bytes::new(),
-    ));
     flush(&shared).await;
     tracing::info!(node = %node, "remote: left the cluster");
     Ok(())
@@ -1108,14 +717,6 @@ async fn close(shared: Arc<Shared>, budget: Option<Duration>) -> Result<(), Stri
     Ok(())
 }
 
-/// Waits until everything queued so far has reached the server (and been
-/// handled there).
-async fn flush(shared: &Shared) {
-    if let Err(e) = shared.round_trip().await {
-        tracing::warn!(error = %e, "remote: flush");
-    }
-}
-
 /// Subscribes to the inbox and the control subjects, announces the node,
 /// starts the outbound, inbox, control and heartbeat tasks.
 async fn start(shared: &Arc<Shared>, out_rx: tmpsc::UnboundedReceiver<Out>) -> Result<(), String> {
@@ -1126,225 +727,17 @@ async fn start(shared: &Arc<Shared>, out_rx: tmpsc::UnboundedReceiver<Out>) -> R
         .subscribe(format!("{}.*", shared.inbox))
         .await
         .map_err(e)?;
-    let terminated = client
-        .subscribe(format!("{c}.terminated.*"))
-        .await
-        .map_err(e)?;
-    let heartbeats = client
-        .subscribe(format!("{c}.node.*.hb"))
-        .await
-        .map_err(e)?;
-    let leaves = client
-        .subscribe(format!("{c}.node.*.leave"))
-        .await
-        .map_err(e)?;
-    client
-        .publish(
-            format!("{c}.node.{}.join", shared.settings.node),
-            Bytes::new(),
-        )
-        .await
-        .map_err(|e| e.to_string())?;
+    // Every node's notices: join, hb, leave, terminated.<name>.
+    let notices = client.subscribe(format!("{c}.node.>")).await.map_err(e)?;
+    shared.send_notice("join");
     tokio::spawn(outbound(shared.client.clone(), out_rx));
     tokio::spawn(inbox_task(Arc::clone(shared), inbox));
-    tokio::spawn(control(
-        Arc::clone(shared),
-        futures_util::stream::select(futures_util::stream::select(terminated, heartbeats), leaves),
-    ));
-    tokio::spawn(heartbeat(Arc::clone(shared)));
-    tokio::spawn(failure_detector(Arc::clone(shared)));
+    tokio::spawn(control::control(Arc::clone(shared), notices));
+    tokio::spawn(control::heartbeat(Arc::clone(shared)));
+    tokio::spawn(control::failure_detector(Arc::clone(shared)));
     tokio::spawn(expire_pending(Arc::clone(shared)));
     // The control subscriptions are live once this returns.
     shared.round_trip().await
-}
-
-async fn outbound(client: async_nats::Client, mut rx: tmpsc::UnboundedReceiver<Out>) {
-    while let Some(out) = rx.recv().await {
-        let sent = match out {
-            Out::Publish {
-                subject,
-                reply,
-                headers,
-                payload,
-            } => match (reply, headers) {
-                (None, None) => client.publish(subject, payload).await,
-                (Some(r), None) => client.publish_with_reply(subject, r, payload).await,
-                (None, Some(h)) => client.publish_with_headers(subject, h, payload).await,
-                (Some(r), Some(h)) => {
-                    client
-                        .publish_with_reply_and_headers(subject, r, h, payload)
-                        .await
-                }
-            },
-        };
-        if let Err(e) = sent {
-            tracing::debug!(error = %e, "remote: a publish failed");
-        }
-    }
-}
-
-async fn inbox_task(shared: Arc<Shared>, mut inbox: Subscriber) {
-    let prefix_len = shared.inbox.len() + 1;
-    while let Some(msg) = inbox.next().await {
-        let id = msg
-            .subject
-            .get(prefix_len..)
-            .and_then(|s| s.parse::<u64>().ok());
-        if let Some(pending) = id.and_then(|id| shared.take_pending(id)) {
-            (pending.deliver)(Ok(msg));
-        }
-    }
-}
-
-async fn control(
-    shared: Arc<Shared>,
-    mut messages: impl futures_util::Stream<Item = Message> + Unpin,
-) {
-    let c = &shared.settings.cluster;
-    let terminated = format!("{c}.terminated.");
-    let node_prefix = format!("{c}.node.");
-    while let Some(msg) = messages.next().await {
-        let subject = msg.subject.as_str();
-        if let Some(name) = subject.strip_prefix(&terminated) {
-            // Only watches of the name on that node (or not located yet).
-            let node = String::from_utf8_lossy(&msg.payload);
-            shared.fire_where(TerminatedReason::Stopped, |w| {
-                w.name == name && w.node.as_deref().is_none_or(|n| n == node)
-            });
-        } else if let Some(rest) = subject.strip_prefix(&node_prefix) {
-            if let Some(node) = rest.strip_suffix(".hb") {
-                let inc = String::from_utf8_lossy(&msg.payload);
-                let stale = {
-                    let mut w = lock(&shared.watches);
-                    if w.last_seen.contains_key(node) {
-                        current_incarnation(&mut w, node, &inc, &shared.node_heard)
-                    } else {
-                        Vec::new()
-                    }
-                };
-                for watch in stale {
-                    shared.fire(watch, TerminatedReason::NodeUnreachable);
-                }
-            } else if let Some(node) = rest.strip_suffix(".leave") {
-                shared.fire_where(TerminatedReason::NodeLeft, |w| {
-                    w.node.as_deref() == Some(node)
-                });
-                lock(&shared.watches).last_seen.remove(node);
-            }
-        }
-    }
-}
-
-/// Publishes this node's heartbeat, and sweeps the entries of abandoned
-/// local replies, every heartbeat interval.
-async fn heartbeat(shared: Arc<Shared>) {
-    let every = shared.settings.heartbeat_interval;
-    let subject = format!(
-        "{}.node.{}.hb",
-        shared.settings.cluster, shared.settings.node
-    );
-    let mut tick = tokio::time::interval(every);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tick.tick().await;
-        if !shared.is_closed() {
-            shared.send_out(Out::publish(
-                subject.clone(),
-                None,
-                Bytes::from(shared.inbox.clone()),
-            ));
-        }
-        let abandoned: Vec<Pending> = {
-            let mut p = lock(&shared.pending);
-            let ids: Vec<u64> = p
-                .by_id
-                .iter()
-                .filter(|(_, e)| e.alive.as_ref().is_some_and(|alive| !alive()))
-                .map(|(id, _)| *id)
-                .collect();
-            ids.iter().filter_map(|id| p.remove(*id)).collect()
-        };
-        for pending in abandoned {
-            (pending.deliver)(Err(()));
-        }
-    }
-}
-
-/// The failure detector: a watched node not heard from for
-/// `failure_detector_timeout` is gone, and the watches located on it fire
-/// (`NodeUnreachable`). It sleeps until the earliest node's last-heard +
-/// timeout (a heartbeat moves that later, and it looks again then), so a
-/// node is found gone at its timeout, not at some later tick.
-async fn failure_detector(shared: Arc<Shared>) {
-    let timeout = shared.settings.failure_detector_timeout;
-    loop {
-        let now = Instant::now();
-        let (lost, next) = {
-            let mut w = lock(&shared.watches);
-            let lost: Vec<String> = w
-                .last_seen
-                .iter()
-                .filter(|(_, (_, seen))| now.saturating_duration_since(*seen) >= timeout)
-                .map(|(n, _)| n.clone())
-                .collect();
-            for n in &lost {
-                w.last_seen.remove(n);
-            }
-            let next = w
-                .last_seen
-                .values()
-                .map(|(_, seen)| *seen)
-                .min()
-                .and_then(|seen| seen.checked_add(timeout));
-            (lost, next)
-        };
-        for node in lost {
-            shared.fire_where(TerminatedReason::NodeUnreachable, |w| {
-                w.node.as_deref() == Some(node.as_str())
-            });
-        }
-        match next {
-            Some(at) => {
-                tokio::select! {
-                    () = tokio::time::sleep_until(at.into()) => {}
-                    () = shared.node_heard.notified() => {}
-                }
-            }
-            None => shared.node_heard.notified().await,
-        }
-    }
-}
-
-/// Gives up on the pending entries whose deadline has passed (an ask's
-/// timeout, a where-request's): one task for all of them, asleep until
-/// the earliest deadline. An answered entry takes its deadline with it.
-async fn expire_pending(shared: Arc<Shared>) {
-    loop {
-        let now = Instant::now();
-        let (expired, next) = {
-            let mut table = lock(&shared.pending);
-            let mut expired = Vec::new();
-            while let Some(&(at, id)) = table.deadlines.first() {
-                if at > now {
-                    break;
-                }
-                expired.extend(table.remove(id));
-            }
-            (expired, table.deadlines.first().map(|(at, _)| *at))
-        };
-        for pending in expired {
-            (pending.deliver)(Err(()));
-        }
-        match next {
-            Some(at) => {
-                tokio::select! {
-                    () = tokio::time::sleep_until(at.into()) => {}
-                    () = shared.earlier_deadline.notified() => {}
-                }
-            }
-            None => shared.earlier_deadline.notified().await,
-        }
-    }
 }
 
 /// Serves one exposed name: tells each decoded message to the actor,
@@ -1369,11 +762,7 @@ async fn serve<M>(
                 // Only a plain expose is watchable (a group member's end
                 // is not the name's).
                 if where_sub.is_some() {
-                    shared.send_out(Out::publish(
-                        shared.subject("terminated", &name),
-                        None,
-                        Bytes::from(shared.settings.node.clone()),
-                    ));
+                    shared.send_notice(&format!("terminated.{name}"));
                 }
                 break;
             }
@@ -1390,13 +779,12 @@ async fn serve<M>(
             // is answered before the message is delivered (the client
             // hands each subscription its messages in the connection's
             // order), so the watcher knows the node first.
-            Some(ask) = next_where(&mut where_sub) => {
+            Some(mut ask) = next_where(&mut where_sub) => {
+                if !shared.open(&mut ask, "where-request") {
+                    continue;
+                }
                 if let Some(reply) = ask.reply {
-                    shared.send_out(Out::publish(
-                        reply.to_string(),
-                        None,
-                        Bytes::from(format!("{} {}", shared.settings.node, shared.inbox)),
-                    ));
+                    shared.send_out(shared.out(reply.to_string(), None, &shared.where_answer()));
                 }
             }
             msg = messages.next() => match msg {
@@ -1424,10 +812,15 @@ async fn next_where(sub: &mut Option<Subscriber>) -> Option<Message> {
     }
 }
 
-fn deliver<M>(shared: &Arc<Shared>, name: &str, actor: &ActorRef<M>, msg: Message)
+fn deliver<M>(shared: &Arc<Shared>, name: &str, actor: &ActorRef<M>, mut msg: Message)
 where
     M: Serialize + DeserializeOwned + Send + 'static,
 {
+    // A message that does not verify is not from a node of the cluster:
+    // dropped and counted (no dead letter, no answer).
+    if !shared.open(&mut msg, "message to an exposed actor") {
+        return;
+    }
     // An asker (the message's reply subject, and any reply decoded from
     // it before the failure) hears the reason from `decode`.
     match decode::<M>(shared, &msg.payload, msg.reply.as_deref()) {
@@ -1549,8 +942,7 @@ mod tests {
         assert!(sys.terminate().wait_timeout(GUARD).is_some());
     }
 
-    /// Each slow-consumer event is one message the client dropped: counted.
-    /// Other events are only logged.
+    /// The close keeps a quarter of its phase, at most 1 s, to flush and close.
     #[test]
     fn the_reply_wait_leaves_time_to_close() {
         let ms = Duration::from_millis;
@@ -1564,21 +956,5 @@ mod tests {
             Duration::from_secs(59)
         );
         assert_eq!(reply_wait_budget(Duration::ZERO), Duration::ZERO);
-    }
-
-    #[test]
-    fn slow_consumer_events_are_counted_and_nothing_else() {
-        let drops = AtomicU64::new(0);
-        for event in [
-            async_nats::Event::Connected,
-            async_nats::Event::SlowConsumer(3),
-            async_nats::Event::Disconnected,
-            async_nats::Event::SlowConsumer(3),
-            async_nats::Event::SlowConsumer(7),
-            async_nats::Event::Draining,
-        ] {
-            note_event(&drops, &event);
-        }
-        assert_eq!(drops.load(Ordering::Relaxed), 3);
     }
 }

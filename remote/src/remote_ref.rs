@@ -16,7 +16,8 @@ use tokio::sync::oneshot;
 
 use crate::codec::{encode, RemoteReply};
 use crate::error::{RemoteAskError, RemoteError};
-use crate::remote::{answer, Inner, Pending};
+use crate::remote::{answer, Inner};
+use crate::shared::Pending;
 
 /// A reference to the actor exposed under a name, on whichever node
 /// exposes it: [`tell`](Self::tell) and [`ask`](Self::ask) send over

@@ -78,6 +78,15 @@ pub struct RemoteSettings {
     pub auth: NatsAuth,
     /// TLS to the NATS server.
     pub tls: TlsSettings,
+    /// The cluster's shared secret (at least 32 bytes; every node of the
+    /// cluster needs the same): with it, everything a node publishes is
+    /// signed (HMAC-SHA256) and everything it receives must verify, so a
+    /// NATS client without it cannot forge control notices, replies or
+    /// messages (dropped and counted:
+    /// [`Remote::rejected_messages`](crate::Remote::rejected_messages)).
+    /// Default: none (a warning at connect; see
+    /// docs/decisions/0023-remote-security.md for the trust model).
+    pub cluster_key: Option<Secret>,
 }
 
 impl fmt::Debug for RemoteSettings {
@@ -93,6 +102,7 @@ impl fmt::Debug for RemoteSettings {
             .field("subscription_capacity", &self.subscription_capacity)
             .field("auth", &self.auth)
             .field("tls", &self.tls)
+            .field("cluster_key", &self.cluster_key)
             .finish()
     }
 }
@@ -115,7 +125,14 @@ impl RemoteSettings {
             subscription_capacity: 65_536,
             auth: NatsAuth::None,
             tls: TlsSettings::default(),
+            cluster_key: None,
         }
+    }
+
+    /// Sets the cluster key (see [`cluster_key`](Self::cluster_key)).
+    pub fn cluster_key(mut self, key: impl Into<Secret>) -> RemoteSettings {
+        self.cluster_key = Some(key.into());
+        self
     }
 
     /// Authenticates with a user and password.
@@ -208,7 +225,8 @@ impl RemoteSettings {
     /// `password` (or `password-file`), `token` (or `token-file`),
     /// `nkey-seed` (or `nkey-seed-file`), `credentials-file`; TLS:
     /// `tls-ca-file`, `tls-cert-file` with `tls-key-file`, `tls-required`
-    /// (a boolean). A `*-file` secret is read when the TOML is, relative
+    /// (a boolean); `cluster-key` (or `cluster-key-file`), the secret that
+    /// signs the cluster's messages. A `*-file` secret is read when the TOML is, relative
     /// paths from the working directory. Other tables are left alone; an unknown key or a bad
     /// value is an error naming the key, such as `remote.node`. The result
     /// is [validated](Self::validate): TOML and code refuse the same
@@ -241,6 +259,12 @@ impl RemoteSettings {
                 "tls-cert-file" => tls_cert = Some(PathBuf::from(string(value, &full)?)),
                 "tls-key-file" => tls_key = Some(PathBuf::from(string(value, &full)?)),
                 "tls-required" => out.tls.required = toml_values::flag(value, &full)?,
+                "cluster-key" | "cluster-key-file" => {
+                    if out.cluster_key.is_some() {
+                        return Err(invalid(&full, "cluster-key or cluster-key-file, not both"));
+                    }
+                    out.cluster_key = secret(value, &full, key)?;
+                }
                 "servers" => servers = Some(string_list(value, &full)?),
                 "cluster" => cluster = Some(token(value, &full)?),
                 "node" => node = Some(token(value, &full)?),
@@ -330,6 +354,14 @@ impl RemoteSettings {
             _ => {}
         }
         self.tls.validate()?;
+        if let Some(key) = &self.cluster_key {
+            if key.reveal().len() < crate::sign::MIN_KEY_LEN {
+                return Err(invalid(
+                    "remote.cluster-key",
+                    "a secret of at least 32 bytes (such as `openssl rand -base64 32`)",
+                ));
+            }
+        }
         Ok(())
     }
 }
@@ -706,6 +738,7 @@ mod tests {
             "tls-cert-file",
             "tls-key-file",
             "tls-required",
+            "cluster-key-file",
         ] {
             assert!(
                 shown(key),

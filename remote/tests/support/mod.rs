@@ -322,6 +322,8 @@ pub enum Cmd {
     /// Answered after this many milliseconds, from another thread (slow
     /// work that does not hold the actor).
     Later(u64, RemoteReply<u64>),
+    /// Answers every held reply (`Hold`) with the count.
+    Release,
 }
 
 pub struct Counter {
@@ -356,6 +358,11 @@ impl Actor for Counter {
             Cmd::Stop => ctx.stop_self(),
             Cmd::Blob(b) => self.n += b.len() as u64,
             Cmd::Who(r) => r.send(self.who.clone()),
+            Cmd::Release => {
+                for r in self.held.drain(..) {
+                    r.send(self.n);
+                }
+            }
             Cmd::Later(ms, r) => {
                 let n = self.n;
                 std::thread::spawn(move || {
@@ -365,6 +372,21 @@ impl Actor for Counter {
             }
         }
         Ok(())
+    }
+}
+
+/// Waits until `ready` holds (it is an observable count or state that
+/// the code under test moves), looking every few milliseconds; fails the
+/// test after the guard. A wait for an event that has no hook of its own,
+/// never a sleep in place of one.
+pub fn eventually(what: &str, mut ready: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + GUARD;
+    while !ready() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what}: not within {GUARD:?}"
+        );
+        std::thread::sleep(Duration::from_millis(2));
     }
 }
 
