@@ -65,11 +65,21 @@ impl Encoded {
     /// Queues the message on `subject` (in order with everything else the
     /// node sends); the replies forwarded in it are settled here: their
     /// answer now comes from the receiver.
-    pub(crate) fn publish(mut self, shared: &Shared, subject: String, reply: Option<String>) {
-        shared.send_out(shared.out_encoded(subject, reply, std::mem::take(&mut self.payload)));
+    ///
+    /// Refused past `outbound-capacity` ([`RemoteError::OutboundFull`]):
+    /// then nothing is queued, and the replies forwarded in it are dropped
+    /// (their askers told `NoReply`, as far as their own queues allow).
+    pub(crate) fn publish(
+        mut self,
+        shared: &Shared,
+        subject: String,
+        reply: Option<String>,
+    ) -> Result<(), RemoteError> {
+        shared.send_user(shared.out_encoded(subject, reply, std::mem::take(&mut self.payload)))?;
         for (owner, _) in std::mem::take(&mut self.forwarded) {
             owner.reply_settled();
         }
+        Ok(())
     }
 }
 
@@ -83,7 +93,7 @@ impl Drop for Encoded {
 /// "dropped" (`NoReply`) at once, as for any reply dropped unsent.
 fn drop_forwarded(forwarded: Vec<(Arc<Shared>, String)>) {
     for (owner, subject) in forwarded {
-        owner.send_out(owner.error_out(subject, "dropped"));
+        owner.send_reply(owner.error_out(subject, "dropped"));
         owner.reply_settled();
     }
 }
@@ -166,16 +176,16 @@ pub(crate) fn decode<T: DeserializeOwned>(
         // A `Deserialize` impl threw a reply away: dropped, as usual.
         Ok(_) => {
             for subject in &discarded {
-                shared.send_out(shared.error_out(subject.clone(), "dropped"));
+                shared.send_reply(shared.error_out(subject.clone(), "dropped"));
             }
         }
         Err(reason) => {
             let why = format!("undecodable: {reason}");
             for subject in &discarded {
-                shared.send_out(shared.error_out(subject.clone(), &why));
+                shared.send_reply(shared.error_out(subject.clone(), &why));
             }
             if let Some(reply) = reply.filter(|r| !discarded.iter().any(|d| d == r)) {
-                shared.send_out(shared.error_out(reply.to_owned(), &why));
+                shared.send_reply(shared.error_out(reply.to_owned(), &why));
             }
         }
     }
@@ -250,8 +260,12 @@ impl<R: Serialize + Send + 'static> RemoteReply<R> {
                 // Relaxed: only this value (one owner) writes and reads it.
             } if armed.load(Ordering::Relaxed) => {
                 match encode(&shared, &value) {
-                    Ok(encoded) => encoded.publish(&shared, subject, None),
-                    Err(e) => shared.send_out(shared.error_out(subject, &e.to_string())),
+                    Ok(encoded) => {
+                        if encoded.publish(&shared, subject, None).is_err() {
+                            shared.lanes.note_dropped_reply();
+                        }
+                    }
+                    Err(e) => shared.send_reply(shared.error_out(subject, &e.to_string())),
                 }
                 shared.reply_settled();
             }
@@ -307,7 +321,7 @@ impl<R: Send + 'static> Drop for RemoteReply<R> {
             let Some(subject) = hand_to_decode(shared, subject) else {
                 return;
             };
-            shared.send_out(shared.error_out(subject, "dropped"));
+            shared.send_reply(shared.error_out(subject, "dropped"));
             shared.reply_settled();
         }
     }

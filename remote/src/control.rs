@@ -228,7 +228,8 @@ impl Shared {
             seq: *seq,
         })
         .expect("a notice always encodes");
-        self.send_out(self.out(self.node_subject(what), None, &body));
+        let out = self.out(self.node_subject(what), None, &body);
+        self.send_control(if what == "hb" { out.heartbeat() } else { out });
     }
 
     /// The answer to a where-request: this node and incarnation.
@@ -286,7 +287,7 @@ pub(crate) fn watch(
             deadline: Instant::now().checked_add(shared.settings.failure_detector_timeout),
         },
     );
-    shared.send_out(shared.out(shared.subject("where", name), Some(reply_subject), &[]));
+    shared.send_ordered(shared.out(shared.subject("where", name), Some(reply_subject), &[]));
     Ok(RemoteWatch {
         shared: Arc::clone(shared),
         id,
@@ -416,7 +417,8 @@ pub(crate) async fn heartbeat(shared: Arc<Shared>) {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        if !shared.is_closed() {
+        // One heartbeat waiting at a time (an outage does not pile them up).
+        if !shared.is_closed() && shared.lanes.claim_heartbeat() {
             shared.send_notice("hb");
         }
         let abandoned: Vec<Pending> = {

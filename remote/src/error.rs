@@ -77,6 +77,14 @@ pub enum RemoteError {
         /// The server's limit.
         max: usize,
     },
+    /// The node's outbound queue holds `outbound-capacity` bytes already:
+    /// its connection is down, or slower than its senders. Nothing was
+    /// queued; try later (or slower).
+    #[error("the outbound queue is full ({capacity} bytes, outbound-capacity): the connection is down or slower than the senders")]
+    OutboundFull {
+        /// The capacity, in bytes.
+        capacity: usize,
+    },
     /// The remote has left the cluster (coordinated shutdown) or its
     /// connection is closed.
     #[error("the remote is closed")]

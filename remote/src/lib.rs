@@ -147,6 +147,7 @@ mod auth;
 mod codec;
 mod control;
 mod error;
+mod outbound;
 mod remote;
 mod remote_ref;
 mod settings;

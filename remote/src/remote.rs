@@ -13,17 +13,17 @@ use futures_util::StreamExt;
 use proscenium::{Actor, ActorRef, ActorSystem, Context, Outcome, Phase, Props, TaskError};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use tokio::sync::{mpsc as tmpsc, oneshot, Notify};
+use tokio::sync::{oneshot, Notify};
 
 use crate::auth::{redact_url, scrub, url_auth, NatsAuth};
 use crate::codec::decode;
 use crate::control::{self, Incarnation, RemoteTerminated, RemoteWatch, Watches};
 use crate::error::{ConnectError, RemoteError};
+use crate::outbound::{self, LaneReceivers, Lanes};
 use crate::remote_ref::RemoteRef;
 use crate::settings::{check_actor_name, RemoteSettings};
 use crate::shared::{
-    expire_pending, flush, inbox_task, lock, note_event, outbound, Out, PendingTable, Shared,
-    ERROR_HEADER,
+    expire_pending, flush, inbox_task, lock, note_event, PendingTable, Shared, ERROR_HEADER,
 };
 use crate::sign::{random_hex128, ClusterKey};
 
@@ -286,7 +286,7 @@ impl Remote {
                 ))),
             }
         })?;
-        let (out_tx, out_rx) = tmpsc::unbounded_channel();
+        let (lanes, lane_rx) = Lanes::new(settings.outbound_capacity);
         // Never published: reply subjects are unguessable (see `Shared::inbox`).
         let inbox = format!(
             "{}.reply.{}.{}",
@@ -306,7 +306,7 @@ impl Remote {
             client,
             settings,
             system,
-            out: out_tx,
+            lanes,
             key,
             incarnation: Incarnation::new(),
             inbox,
@@ -325,7 +325,9 @@ impl Remote {
             slow_consumer_drops,
             rejected: AtomicU64::new(0),
         });
-        runtime.block_on(start(&shared, out_rx)).map_err(nats_err)?;
+        runtime
+            .block_on(start(&shared, lane_rx))
+            .map_err(nats_err)?;
         let handle = runtime.handle().clone();
         Ok(Remote {
             inner: Arc::new(Inner {
@@ -366,6 +368,15 @@ impl Remote {
             .shared
             .slow_consumer_drops
             .load(Ordering::Relaxed)
+    }
+
+    /// How many replies (answers to other nodes' asks, their "dropped" and
+    /// decode failures) this node dropped because its outbound queue was
+    /// full ([`RemoteSettings::outbound_capacity`]): their askers get their
+    /// timeout. Each is also logged (on the first and every
+    /// power-of-two-th).
+    pub fn dropped_replies(&self) -> u64 {
+        self.inner.shared.lanes.dropped_replies()
     }
 
     /// How many messages this node dropped unread because they did not
@@ -482,7 +493,7 @@ impl Remote {
                     )
                 };
                 // Once the server has the subscriptions, the name is live.
-                shared.round_trip().await.map_err(RemoteError::Nats)?;
+                shared.round_trip(false).await.map_err(RemoteError::Nats)?;
                 Ok::<_, RemoteError>((messages, where_sub))
             }
         });
@@ -670,7 +681,7 @@ async fn leave(shared: Arc<Shared>) -> Result<(), String> {
     }
     shared.send_notice("leave");
     let node = &shared.settings.node;
-    flush(&shared).await;
+    flush(&shared, false).await;
     tracing::info!(node = %node, "remote: left the cluster");
     Ok(())
 }
@@ -711,7 +722,8 @@ async fn close(shared: Arc<Shared>, budget: Option<Duration>) -> Result<(), Stri
         }
         None => wait_for_replies.await,
     }
-    flush(&shared).await;
+    // Everything queued before (the last replies) first.
+    flush(&shared, true).await;
     shared.client.drain().await.map_err(|e| e.to_string())?;
     tracing::info!(node = %shared.settings.node, "remote: connection closed");
     Ok(())
@@ -719,7 +731,7 @@ async fn close(shared: Arc<Shared>, budget: Option<Duration>) -> Result<(), Stri
 
 /// Subscribes to the inbox and the control subjects, announces the node,
 /// starts the outbound, inbox, control and heartbeat tasks.
-async fn start(shared: &Arc<Shared>, out_rx: tmpsc::UnboundedReceiver<Out>) -> Result<(), String> {
+async fn start(shared: &Arc<Shared>, lanes: LaneReceivers) -> Result<(), String> {
     let c = &shared.settings.cluster;
     let client = &shared.client;
     let e = |e: async_nats::SubscribeError| e.to_string();
@@ -730,14 +742,14 @@ async fn start(shared: &Arc<Shared>, out_rx: tmpsc::UnboundedReceiver<Out>) -> R
     // Every node's notices: join, hb, leave, terminated.<name>.
     let notices = client.subscribe(format!("{c}.node.>")).await.map_err(e)?;
     shared.send_notice("join");
-    tokio::spawn(outbound(shared.client.clone(), out_rx));
+    outbound::run(&shared.client, lanes);
     tokio::spawn(inbox_task(Arc::clone(shared), inbox));
     tokio::spawn(control::control(Arc::clone(shared), notices));
     tokio::spawn(control::heartbeat(Arc::clone(shared)));
     tokio::spawn(control::failure_detector(Arc::clone(shared)));
     tokio::spawn(expire_pending(Arc::clone(shared)));
     // The control subscriptions are live once this returns.
-    shared.round_trip().await
+    shared.round_trip(false).await
 }
 
 /// Serves one exposed name: tells each decoded message to the actor,
@@ -784,7 +796,7 @@ async fn serve<M>(
                     continue;
                 }
                 if let Some(reply) = ask.reply {
-                    shared.send_out(shared.out(reply.to_string(), None, &shared.where_answer()));
+                    shared.send_ordered(shared.out(reply.to_string(), None, &shared.where_answer()));
                 }
             }
             msg = messages.next() => match msg {

@@ -73,6 +73,15 @@ pub struct RemoteSettings {
     /// counts. The buffer grows as it fills, so a large value costs memory
     /// only while a backlog lasts.
     pub subscription_capacity: usize,
+    /// How many bytes of user messages (tells, asks, replies) the node
+    /// may hold on their way to the server (default 64 MiB). While the
+    /// connection is down (or slower than the senders) they wait in this
+    /// queue; past it `tell` and `ask` fail at once with
+    /// [`RemoteError::OutboundFull`](crate::RemoteError::OutboundFull),
+    /// and a reply is dropped (counted by
+    /// [`Remote::dropped_replies`](crate::Remote::dropped_replies)).
+    /// Heartbeats and other control messages have a queue of their own.
+    pub outbound_capacity: usize,
     /// How this node authenticates to NATS (default: no credentials, or
     /// those of the server URLs).
     pub auth: NatsAuth,
@@ -100,6 +109,7 @@ impl fmt::Debug for RemoteSettings {
             .field("failure_detector_timeout", &self.failure_detector_timeout)
             .field("connect_timeout", &self.connect_timeout)
             .field("subscription_capacity", &self.subscription_capacity)
+            .field("outbound_capacity", &self.outbound_capacity)
             .field("auth", &self.auth)
             .field("tls", &self.tls)
             .field("cluster_key", &self.cluster_key)
@@ -123,6 +133,7 @@ impl RemoteSettings {
             failure_detector_timeout: Duration::from_secs(5),
             connect_timeout: Duration::from_secs(5),
             subscription_capacity: 65_536,
+            outbound_capacity: 64 << 20,
             auth: NatsAuth::None,
             tls: TlsSettings::default(),
             cluster_key: None,
@@ -210,6 +221,13 @@ impl RemoteSettings {
         self
     }
 
+    /// Sets how many bytes of user messages may wait for the server (see
+    /// [`outbound_capacity`](Self::outbound_capacity)).
+    pub fn outbound_capacity(mut self, bytes: usize) -> RemoteSettings {
+        self.outbound_capacity = bytes;
+        self
+    }
+
     /// Sets how long `connect` tries to reach a server.
     pub fn connect_timeout(mut self, timeout: Duration) -> RemoteSettings {
         self.connect_timeout = timeout;
@@ -219,7 +237,8 @@ impl RemoteSettings {
     /// Reads the `[remote]` table of a TOML document: `servers` (an array
     /// of URLs, or one string), `cluster`, `node` (required),
     /// `heartbeat-interval`, `failure-detector-timeout`, `connect-timeout`,
-    /// `subscription-capacity` (a positive integer) (durations as in every proscenium section: `"500ms"`, `"3 s"`,
+    /// `subscription-capacity` (a positive integer), `outbound-capacity`
+    /// (bytes: an integer or `"64 MiB"`) (durations as in every proscenium section: `"500ms"`, `"3 s"`,
     /// `"1.5 s"`, `"1 m"`, `"1 h"`, Akka's long unit names, or here also an
     /// integer of milliseconds); credentials, at most one way: `user` with
     /// `password` (or `password-file`), `token` (or `token-file`),
@@ -276,6 +295,10 @@ impl RemoteSettings {
                 "subscription-capacity" => {
                     out.subscription_capacity = toml_values::positive(value, &full)?
                 }
+                "outbound-capacity" => {
+                    out.outbound_capacity =
+                        toml_values::byte_size(value).ok_or_else(|| invalid(&full, BYTES))?
+                }
                 _ => return Err(ConfigError::UnknownKey { key: full }),
             }
         }
@@ -329,6 +352,9 @@ impl RemoteSettings {
                 "remote.subscription-capacity",
                 "a positive integer",
             ));
+        }
+        if self.outbound_capacity == 0 {
+            return Err(invalid("remote.outbound-capacity", BYTES));
         }
         if self.failure_detector_timeout <= self.heartbeat_interval {
             return Err(invalid(
@@ -489,6 +515,9 @@ fn check_token(name: &str, key: &str) -> Result<(), ConfigError> {
     check_name(name, MAX_NODE_NAME_LEN).map_err(|_| invalid(key, TOKEN))
 }
 
+const BYTES: &str =
+    "a positive size in bytes: an integer, or a string such as \"64 MiB\" (B, KiB, MiB, GiB)";
+
 const TOKEN: &str =
     "a name of 1 to 64 bytes without '.', '*', '>', whitespace or control characters";
 
@@ -576,6 +605,8 @@ mod tests {
             ),
             ("connect-timeout = \"0s\"", "remote.connect-timeout"),
             ("subscription-capacity = 0", "remote.subscription-capacity"),
+            ("outbound-capacity = 0", "remote.outbound-capacity"),
+            ("outbound-capacity = \"8 MB\"", "remote.outbound-capacity"),
             (
                 "subscription-capacity = \"many\"",
                 "remote.subscription-capacity",
@@ -729,6 +760,7 @@ mod tests {
             "failure-detector-timeout",
             "connect-timeout",
             "subscription-capacity",
+            "outbound-capacity",
             "user",
             "password-file",
             "token-file",

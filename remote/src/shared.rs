@@ -12,25 +12,16 @@ use async_nats::{HeaderMap, Message, Subscriber};
 use bytes::Bytes;
 use futures_util::StreamExt;
 use proscenium::ActorSystem;
-use tokio::sync::{mpsc as tmpsc, oneshot, Notify};
+use tokio::sync::{oneshot, Notify};
 
 use crate::control::{Incarnation, NoticeSeq, Watches};
+use crate::outbound::{Lanes, Out};
 use crate::remote::Exposures;
 use crate::settings::RemoteSettings;
 use crate::sign::{random_u64, seal, ClusterKey, TAG_LEN};
 
 /// The header that carries a responder's failure back to an asker.
 pub(crate) const ERROR_HEADER: &str = "Proscenium-Error";
-
-/// A message to publish: published in submission order by one task,
-/// which gives per-sender order across tells, asks and replies. Its
-/// payload is sealed already (tagged, with a cluster key).
-pub(crate) struct Out {
-    pub(crate) subject: String,
-    pub(crate) reply: Option<String>,
-    pub(crate) headers: Option<HeaderMap>,
-    pub(crate) payload: Bytes,
-}
 
 /// What to do with the answer to a reply subject of this node: called
 /// once, with the message or `Err` when it is given up on.
@@ -67,7 +58,8 @@ pub(crate) struct Shared {
     pub(crate) settings: RemoteSettings,
     /// An engine-internal handle (it does not keep the system alive).
     pub(crate) system: ActorSystem,
-    pub(crate) out: tmpsc::UnboundedSender<Out>,
+    /// The two queues to the server (see `outbound.rs`).
+    pub(crate) lanes: Lanes,
     /// The cluster key, if the settings have one: everything published is
     /// signed with it, and everything received must verify.
     pub(crate) key: Option<ClusterKey>,
@@ -166,12 +158,7 @@ impl Shared {
     /// A message of `body` to `subject`, signed.
     pub(crate) fn out(&self, subject: String, reply: Option<String>, body: &[u8]) -> Out {
         let payload = seal(self.key.as_ref(), &subject, reply.as_deref(), None, body);
-        Out {
-            subject,
-            reply,
-            headers: None,
-            payload,
-        }
+        Out::new(subject, reply, None, payload)
     }
 
     /// An encoded message whose first [`tag_len`](Self::tag_len) bytes are
@@ -186,12 +173,7 @@ impl Shared {
             let tag = key.tag(&subject, reply.as_deref(), None, &payload[TAG_LEN..]);
             payload[..TAG_LEN].copy_from_slice(&tag);
         }
-        Out {
-            subject,
-            reply,
-            headers: None,
-            payload: Bytes::from(payload),
-        }
+        Out::new(subject, reply, None, Bytes::from(payload))
     }
 
     /// A failure answered to a reply subject (the error header), signed.
@@ -201,12 +183,7 @@ impl Shared {
         let mut headers = HeaderMap::new();
         headers.insert(ERROR_HEADER, reason.as_str());
         let payload = seal(self.key.as_ref(), &subject, None, Some(&reason), &[]);
-        Out {
-            subject,
-            reply: None,
-            headers: Some(headers),
-            payload,
-        }
+        Out::new(subject, None, Some(headers), payload)
     }
 
     /// Checks a received message against the cluster key and strips its
@@ -255,9 +232,32 @@ impl Shared {
         }
     }
 
-    pub(crate) fn send_out(&self, out: Out) {
-        // Fails only once the runtime is gone: nothing can be sent then.
-        let _ = self.out.send(out);
+    /// Queues a user message (a tell, an ask's request, a forwarded
+    /// message): refused past `outbound-capacity`.
+    pub(crate) fn send_user(&self, out: Out) -> Result<(), crate::RemoteError> {
+        self.lanes.send_user(out)
+    }
+
+    /// Queues an answer (a reply, a "dropped", a decode failure) on the
+    /// user lane; past `outbound-capacity` it is dropped, counted and
+    /// logged (its asker gets its timeout).
+    pub(crate) fn send_reply(&self, out: Out) {
+        if self.send_user(out).is_err() {
+            self.lanes.note_dropped_reply();
+        }
+    }
+
+    /// Queues a message on the user lane whatever its length: small
+    /// messages that must keep their place among the user messages (a
+    /// where-request, a where-answer, the final flush).
+    pub(crate) fn send_ordered(&self, out: Out) {
+        self.lanes.send_forced(out);
+    }
+
+    /// Queues a control message (a notice, a round trip after a
+    /// subscription): never behind user messages.
+    pub(crate) fn send_control(&self, out: Out) {
+        self.lanes.send_control(out);
     }
 
     pub(crate) fn is_closed(&self) -> bool {
@@ -282,7 +282,11 @@ impl Shared {
     /// server handles a connection's operations in order, so once it is
     /// back, every subscription made before is registered there.
     /// (async-nats's `flush` only waits until the bytes are written.)
-    pub(crate) async fn round_trip(&self) -> Result<(), String> {
+    ///
+    /// On the control lane it follows the subscriptions and notices made
+    /// before; on the user lane (`ordered`) every user message queued
+    /// before too.
+    pub(crate) async fn round_trip(&self, ordered: bool) -> Result<(), String> {
         let (id, subject) = self.new_reply_subject();
         let (tx, rx) = oneshot::channel();
         self.put_pending(
@@ -296,7 +300,12 @@ impl Shared {
                 deadline: None,
             },
         );
-        self.send_out(self.out(subject, None, &[]));
+        let out = self.out(subject, None, &[]);
+        if ordered {
+            self.send_ordered(out);
+        } else {
+            self.send_control(out);
+        }
         match tokio::time::timeout(self.settings.connect_timeout, rx).await {
             Ok(Ok(true)) => Ok(()),
             _ => {
@@ -361,35 +370,11 @@ impl fmt::Debug for Shared {
     }
 }
 
-/// Waits until everything queued so far has reached the server (and been
-/// handled there).
-pub(crate) async fn flush(shared: &Shared) {
-    if let Err(e) = shared.round_trip().await {
+/// Waits until everything queued so far on one lane (the user lane if
+/// `ordered`) has reached the server (and been handled there).
+pub(crate) async fn flush(shared: &Shared, ordered: bool) {
+    if let Err(e) = shared.round_trip(ordered).await {
         tracing::warn!(error = %e, "remote: flush");
-    }
-}
-
-pub(crate) async fn outbound(client: async_nats::Client, mut rx: tmpsc::UnboundedReceiver<Out>) {
-    while let Some(out) = rx.recv().await {
-        let Out {
-            subject,
-            reply,
-            headers,
-            payload,
-        } = out;
-        let sent = match (reply, headers) {
-            (None, None) => client.publish(subject, payload).await,
-            (Some(r), None) => client.publish_with_reply(subject, r, payload).await,
-            (None, Some(h)) => client.publish_with_headers(subject, h, payload).await,
-            (Some(r), Some(h)) => {
-                client
-                    .publish_with_reply_and_headers(subject, r, h, payload)
-                    .await
-            }
-        };
-        if let Err(e) = sent {
-            tracing::debug!(error = %e, "remote: a publish failed");
-        }
     }
 }
 
