@@ -11,6 +11,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use bytes::Bytes;
 use proscenium::Reply;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -80,6 +81,19 @@ impl Encoded {
             owner.reply_settled();
         }
         Ok(())
+    }
+}
+
+impl Encoded {
+    /// The body alone (without the tag's room), for a reliable producer's
+    /// buffer: the replies forwarded in it are settled here, as by
+    /// [`publish`](Self::publish) (the producer delivers it or keeps it).
+    pub(crate) fn into_body(mut self, shared: &Shared) -> Bytes {
+        let payload = std::mem::take(&mut self.payload);
+        for (owner, _) in std::mem::take(&mut self.forwarded) {
+            owner.reply_settled();
+        }
+        Bytes::from(payload).slice(shared.tag_len()..)
     }
 }
 

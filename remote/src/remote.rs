@@ -20,6 +20,7 @@ use crate::codec::decode;
 use crate::control::{self, Incarnation, RemoteTerminated, RemoteWatch, Watches};
 use crate::error::{ConnectError, RemoteError};
 use crate::outbound::{self, LaneReceivers, Lanes};
+use crate::reliable::{Consumers, Envelope, Producers, ReliableRef, Verdict};
 use crate::remote_ref::RemoteRef;
 use crate::settings::{check_actor_name, RemoteSettings};
 use crate::shared::{
@@ -314,6 +315,7 @@ impl Remote {
             earlier_deadline: Notify::new(),
             next_watch: AtomicU64::new(0),
             watches: Mutex::new(Watches::default()),
+            producers: Mutex::new(Producers::default()),
             notice_seq: Mutex::new(0),
             node_heard: Notify::new(),
             exposed: Mutex::new(Exposures::default()),
@@ -481,23 +483,32 @@ impl Remote {
                     shared.client.subscribe(subject).await
                 };
                 let messages = messages.map_err(|e| RemoteError::Nats(e.to_string()))?;
-                let where_sub = if group {
+                let single = if group {
                     None
                 } else {
-                    Some(
-                        shared
-                            .client
-                            .subscribe(shared.subject("where", &name))
-                            .await
-                            .map_err(|e| RemoteError::Nats(e.to_string()))?,
-                    )
+                    let nats = |e: async_nats::SubscribeError| RemoteError::Nats(e.to_string());
+                    let where_sub = shared
+                        .client
+                        .subscribe(shared.subject("where", &name))
+                        .await
+                        .map_err(nats)?;
+                    // Reliable delivery's messages to the name.
+                    let reliable = shared
+                        .client
+                        .subscribe(format!("{}.r", shared.subject("actor", &name)))
+                        .await
+                        .map_err(nats)?;
+                    Some(Single {
+                        where_sub,
+                        reliable,
+                    })
                 };
                 // Once the server has the subscriptions, the name is live.
                 shared.round_trip(false).await.map_err(RemoteError::Nats)?;
-                Ok::<_, RemoteError>((messages, where_sub))
+                Ok::<_, RemoteError>((messages, single))
             }
         });
-        let (messages, where_sub) = match subscribed {
+        let (messages, single) = match subscribed {
             Ok(subs) => subs,
             Err(e) => {
                 lock(&shared.exposed).by_name.remove(name);
@@ -512,7 +523,7 @@ impl Remote {
             name.to_owned(),
             actor.clone(),
             messages,
-            where_sub,
+            single,
             drain_rx,
         ));
         Ok(())
@@ -528,6 +539,21 @@ impl Remote {
     {
         check_actor_name(name)?;
         Ok(RemoteRef::new(Arc::clone(&self.inner), name))
+    }
+
+    /// A reference that delivers each message to the actor exposed under
+    /// `name` (with [`expose`](Self::expose)) exactly once and in order,
+    /// across lost messages and a restarted NATS server: see
+    /// [`ReliableRef`]. The name is checked as `expose` checks it.
+    pub fn reliable_ref<M>(&self, name: &str) -> Result<ReliableRef<M>, RemoteError>
+    where
+        M: Serialize + DeserializeOwned + Send + 'static,
+    {
+        check_actor_name(name)?;
+        if self.inner.shared.is_closed() {
+            return Err(RemoteError::Closed);
+        }
+        Ok(ReliableRef::new(Arc::clone(&self.inner), name))
     }
 
     /// Watches the actor exposed under `name` (with [`expose`](Self::expose),
@@ -755,25 +781,41 @@ async fn start(shared: &Arc<Shared>, lanes: LaneReceivers) -> Result<(), String>
 /// Serves one exposed name: tells each decoded message to the actor,
 /// answers where-requests, ends when the actor terminates (announcing it)
 /// or when drained.
+/// The subscriptions of a plain expose besides its messages' (a group
+/// member has neither: it cannot be watched, nor reached reliably).
+struct Single {
+    /// `C.where.<name>`.
+    where_sub: Subscriber,
+    /// `C.actor.<name>.r`: reliable delivery's messages.
+    reliable: Subscriber,
+}
+
 async fn serve<M>(
     shared: Arc<Shared>,
     name: String,
     actor: ActorRef<M>,
     mut messages: Subscriber,
-    mut where_sub: Option<Subscriber>,
+    single: Option<Single>,
     mut drain_rx: oneshot::Receiver<()>,
 ) where
     M: Serialize + DeserializeOwned + Send + 'static,
 {
     let mut terminated = actor.when_terminated();
     let mut draining = false;
+    let watchable = single.is_some();
+    let (mut where_sub, mut reliable) = match single {
+        Some(s) => (Some(s.where_sub), Some(s.reliable)),
+        None => (None, None),
+    };
+    // Reliable delivery: where each producer sending to this name stands.
+    let mut consumers = Consumers::default();
     loop {
         tokio::select! {
             biased;
             _ = &mut terminated, if !draining => {
                 // Only a plain expose is watchable (a group member's end
                 // is not the name's).
-                if where_sub.is_some() {
+                if watchable {
                     shared.send_notice(&format!("terminated.{name}"));
                 }
                 break;
@@ -783,6 +825,9 @@ async fn serve<M>(
                 if let Some(w) = where_sub.as_mut() {
                     let _ = w.drain().await;
                 }
+                if let Some(r) = reliable.as_mut() {
+                    let _ = r.drain().await;
+                }
                 if messages.drain().await.is_err() {
                     break;
                 }
@@ -791,7 +836,7 @@ async fn serve<M>(
             // is answered before the message is delivered (the client
             // hands each subscription its messages in the connection's
             // order), so the watcher knows the node first.
-            Some(mut ask) = next_where(&mut where_sub) => {
+            Some(mut ask) = next_of(&mut where_sub) => {
                 if !shared.open(&mut ask, "where-request") {
                     continue;
                 }
@@ -803,11 +848,27 @@ async fn serve<M>(
                 Some(msg) => deliver(&shared, &name, &actor, msg),
                 None => break,
             },
+            msg = next_of(&mut reliable) => match msg {
+                Some(msg) => {
+                    if deliver_reliable(&shared, &name, &actor, &mut consumers, msg) {
+                        consumers.acknowledge(&shared);
+                    }
+                }
+                // Drained: the messages' subscription ends the task.
+                None => reliable = None,
+            },
+            // Last: confirmations go out once nothing more is ready (and
+            // every `ACK_EVERY` messages, above).
+            () = std::future::ready(()), if consumers.owes() => consumers.acknowledge(&shared),
         }
+    }
+    if consumers.owes() {
+        consumers.acknowledge(&shared);
     }
     // Withdraw the name (dropping the subscriptions unsubscribes).
     drop(messages);
     drop(where_sub);
+    drop(reliable);
     if !draining {
         lock(&shared.exposed).by_name.remove(&name);
     }
@@ -817,7 +878,7 @@ async fn serve<M>(
     shared.served.notify_waiters();
 }
 
-async fn next_where(sub: &mut Option<Subscriber>) -> Option<Message> {
+async fn next_of(sub: &mut Option<Subscriber>) -> Option<Message> {
     match sub {
         Some(s) => s.next().await,
         None => std::future::pending().await,
@@ -849,6 +910,54 @@ where
             );
         }
     }
+}
+
+/// A reliable message: verified, then delivered if it is the next of its
+/// producer (decoded and told, or a dead letter if it does not decode);
+/// dropped if seen or out of order. Returns whether a confirmation is due
+/// now.
+fn deliver_reliable<M>(
+    shared: &Arc<Shared>,
+    name: &str,
+    actor: &ActorRef<M>,
+    consumers: &mut Consumers,
+    mut msg: Message,
+) -> bool
+where
+    M: Serialize + DeserializeOwned + Send + 'static,
+{
+    if !shared.open(&mut msg, "reliable message") {
+        return false;
+    }
+    let Some(ack_to) = msg.reply.as_deref() else {
+        return false;
+    };
+    let Ok((envelope, body)) = postcard::take_from_bytes::<Envelope>(&msg.payload) else {
+        shared.reject(
+            &msg.subject,
+            "reliable message",
+            "its envelope does not decode",
+        );
+        return false;
+    };
+    let (verdict, due) = consumers.receive(&envelope, ack_to);
+    if verdict == Verdict::Deliver {
+        match decode::<M>(shared, body, None) {
+            Ok(m) => actor.tell(m),
+            Err(reason) => {
+                tracing::warn!(name, %reason, "remote: a reliable message could not be decoded");
+                shared.dead_letter(
+                    Some(actor.id()),
+                    UndecodableMessage {
+                        name: name.to_owned(),
+                        reason,
+                        payload: msg.payload.slice_ref(body),
+                    },
+                );
+            }
+        }
+    }
+    due
 }
 
 /// The answer to an ask, as the asker sees it.

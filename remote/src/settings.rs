@@ -82,6 +82,15 @@ pub struct RemoteSettings {
     /// [`Remote::dropped_replies`](crate::Remote::dropped_replies)).
     /// Heartbeats and other control messages have a queue of their own.
     pub outbound_capacity: usize,
+    /// How many messages of one [`ReliableRef`](crate::ReliableRef) may be
+    /// in flight, unconfirmed (default 8 192). Keep it at most the
+    /// receiving nodes' `subscription-capacity` (default 65 536): then a
+    /// burst never overflows their buffer, and nothing is sent twice.
+    pub reliable_window: usize,
+    /// How long a [`ReliableRef`](crate::ReliableRef) waits for a
+    /// confirmation before it sends the unconfirmed messages again
+    /// (default 1 s).
+    pub reliable_resend_timeout: Duration,
     /// How this node authenticates to NATS (default: no credentials, or
     /// those of the server URLs).
     pub auth: NatsAuth,
@@ -110,6 +119,8 @@ impl fmt::Debug for RemoteSettings {
             .field("connect_timeout", &self.connect_timeout)
             .field("subscription_capacity", &self.subscription_capacity)
             .field("outbound_capacity", &self.outbound_capacity)
+            .field("reliable_window", &self.reliable_window)
+            .field("reliable_resend_timeout", &self.reliable_resend_timeout)
             .field("auth", &self.auth)
             .field("tls", &self.tls)
             .field("cluster_key", &self.cluster_key)
@@ -134,6 +145,8 @@ impl RemoteSettings {
             connect_timeout: Duration::from_secs(5),
             subscription_capacity: 65_536,
             outbound_capacity: 64 << 20,
+            reliable_window: 8192,
+            reliable_resend_timeout: Duration::from_secs(1),
             auth: NatsAuth::None,
             tls: TlsSettings::default(),
             cluster_key: None,
@@ -228,6 +241,14 @@ impl RemoteSettings {
         self
     }
 
+    /// Sets the window and the resend timeout of reliable delivery (see
+    /// [`reliable_window`](Self::reliable_window)).
+    pub fn reliable(mut self, window: usize, resend_timeout: Duration) -> RemoteSettings {
+        self.reliable_window = window;
+        self.reliable_resend_timeout = resend_timeout;
+        self
+    }
+
     /// Sets how long `connect` tries to reach a server.
     pub fn connect_timeout(mut self, timeout: Duration) -> RemoteSettings {
         self.connect_timeout = timeout;
@@ -238,7 +259,8 @@ impl RemoteSettings {
     /// of URLs, or one string), `cluster`, `node` (required),
     /// `heartbeat-interval`, `failure-detector-timeout`, `connect-timeout`,
     /// `subscription-capacity` (a positive integer), `outbound-capacity`
-    /// (bytes: an integer or `"64 MiB"`) (durations as in every proscenium section: `"500ms"`, `"3 s"`,
+    /// (bytes: an integer or `"64 MiB"`), `reliable-window`,
+    /// `reliable-resend-timeout` (durations as in every proscenium section: `"500ms"`, `"3 s"`,
     /// `"1.5 s"`, `"1 m"`, `"1 h"`, Akka's long unit names, or here also an
     /// integer of milliseconds); credentials, at most one way: `user` with
     /// `password` (or `password-file`), `token` (or `token-file`),
@@ -295,6 +317,8 @@ impl RemoteSettings {
                 "subscription-capacity" => {
                     out.subscription_capacity = toml_values::positive(value, &full)?
                 }
+                "reliable-window" => out.reliable_window = toml_values::positive(value, &full)?,
+                "reliable-resend-timeout" => out.reliable_resend_timeout = duration(value, &full)?,
                 "outbound-capacity" => {
                     out.outbound_capacity =
                         toml_values::byte_size(value).ok_or_else(|| invalid(&full, BYTES))?
@@ -351,6 +375,15 @@ impl RemoteSettings {
             return Err(invalid(
                 "remote.subscription-capacity",
                 "a positive integer",
+            ));
+        }
+        if self.reliable_window == 0 {
+            return Err(invalid("remote.reliable-window", "a positive integer"));
+        }
+        if self.reliable_resend_timeout.is_zero() {
+            return Err(invalid(
+                "remote.reliable-resend-timeout",
+                "a positive duration",
             ));
         }
         if self.outbound_capacity == 0 {
@@ -606,6 +639,11 @@ mod tests {
             ("connect-timeout = \"0s\"", "remote.connect-timeout"),
             ("subscription-capacity = 0", "remote.subscription-capacity"),
             ("outbound-capacity = 0", "remote.outbound-capacity"),
+            ("reliable-window = 0", "remote.reliable-window"),
+            (
+                "reliable-resend-timeout = 0",
+                "remote.reliable-resend-timeout",
+            ),
             ("outbound-capacity = \"8 MB\"", "remote.outbound-capacity"),
             (
                 "subscription-capacity = \"many\"",
@@ -761,6 +799,8 @@ mod tests {
             "connect-timeout",
             "subscription-capacity",
             "outbound-capacity",
+            "reliable-window",
+            "reliable-resend-timeout",
             "user",
             "password-file",
             "token-file",

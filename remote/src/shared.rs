@@ -16,6 +16,7 @@ use tokio::sync::{oneshot, Notify};
 
 use crate::control::{Incarnation, NoticeSeq, Watches};
 use crate::outbound::{Lanes, Out};
+use crate::reliable::{self, Producers};
 use crate::remote::Exposures;
 use crate::settings::RemoteSettings;
 use crate::sign::{random_u64, seal, ClusterKey, TAG_LEN};
@@ -78,6 +79,8 @@ pub(crate) struct Shared {
     /// Watch ids. Relaxed: only uniqueness matters.
     pub(crate) next_watch: AtomicU64,
     pub(crate) watches: Mutex<Watches>,
+    /// This node's reliable producers (see `reliable.rs`).
+    pub(crate) producers: Mutex<Producers>,
     /// The sequence numbers of this node's notices.
     pub(crate) notice_seq: NoticeSeq,
     pub(crate) exposed: Mutex<Exposures>,
@@ -384,11 +387,18 @@ pub(crate) async fn flush(shared: &Shared, ordered: bool) {
 pub(crate) async fn inbox_task(shared: Arc<Shared>, mut inbox: Subscriber) {
     let prefix_len = shared.inbox.len() + 1;
     while let Some(mut msg) = inbox.next().await {
-        let id = msg
-            .subject
-            .get(prefix_len..)
-            .and_then(|s| u64::from_str_radix(s, 16).ok());
-        let Some(id) = id else { continue };
+        let last = msg.subject.get(prefix_len..).unwrap_or("");
+        if last == "ack" {
+            // A reliable receiver's confirmation (a no-responders status
+            // here means nobody exposes the name yet: resent later).
+            if msg.status.is_none() && shared.open(&mut msg, "reliable ack") {
+                reliable::on_ack(&shared, &msg.payload);
+            }
+            continue;
+        }
+        let Ok(id) = u64::from_str_radix(last, 16) else {
+            continue;
+        };
         if !shared.open(&mut msg, "reply") {
             continue;
         }

@@ -145,14 +145,16 @@ fn spoofed_leave_heartbeat_and_terminated_notices_are_dropped_and_counted() {
     raw.publish("t.node.a.terminated.counter", b"a");
     // The subject terminated notices had before: nobody listens there.
     raw.publish("t.terminated.counter", b"a");
-    // A message to the actor (postcard: Cmd::Add(100)).
+    // A message to the actor (postcard: Cmd::Add(100)), and one on the
+    // reliable path (envelope: producer 1, seq 1, first 1).
     raw.publish("t.actor.counter", &[0, 100]);
+    raw.publish("t.actor.counter.r", &[1, 1, 1, 0, 100]);
     eventually("b drops three notices", || p.b.rejected_messages() >= 3);
-    eventually("a drops them and the message", || {
-        p.a.rejected_messages() >= 4
+    eventually("a drops them and the messages", || {
+        p.a.rejected_messages() >= 5
     });
     assert_eq!(p.b.rejected_messages(), 3);
-    assert_eq!(p.a.rejected_messages(), 4);
+    assert_eq!(p.a.rejected_messages(), 5);
     probe.expect_no_msg(Duration::from_millis(100));
     // The actor answers, and never got the forged Add.
     assert_eq!(counter.ask(Cmd::Get, GUARD).wait(), Ok(0));
