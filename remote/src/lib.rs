@@ -19,6 +19,7 @@
 //! | subject | what |
 //! |---|---|
 //! | `C.actor.<name>` | messages to the actor exposed as `<name>` (a queue group for [`Remote::expose_group`]) |
+//! | `C.actor.<name>.r` | reliable delivery's messages to it ([`ReliableRef`]), confirmed to the sender's `C.reply.<node>.<token>.ack` |
 //! | `C.where.<name>` | answered by the node exposing `<name>` (watches find the node with it) |
 //! | `C.node.<node>.join` / `.hb` / `.leave` | a node's arrival, heartbeat, and departure |
 //! | `C.node.<node>.terminated.<name>` | published when an exposed actor terminates or its node leaves |
@@ -53,6 +54,19 @@
 //!   consumer": the client drops it; counted by
 //!   [`Remote::dropped_by_slow_consumer`] and logged). Nothing is
 //!   delivered twice.
+//! * **Exactly once and in order, on request.** A [`ReliableRef`]
+//!   ([`Remote::reliable_ref`]) numbers its messages, keeps each until the
+//!   receiving node confirms it, resends what is unconfirmed after a
+//!   timeout and keeps a window in flight; the receiver drops duplicates
+//!   and anything out of order: the actor sees each message once and in
+//!   order, across lost messages, a restarted NATS server and bursts (while
+//!   both nodes live; see its docs). The default stays at most once.
+//! * **Bounded.** While the connection is down (or slower than the
+//!   senders) a node holds at most
+//!   [`outbound_capacity`](RemoteSettings::outbound_capacity) bytes of
+//!   user messages; past it `tell` and `ask` fail at once with
+//!   [`RemoteError::OutboundFull`]. Heartbeats and the other notices have
+//!   a queue of their own, and never wait behind user messages.
 //! * **Per-sender order.** Messages from one node to one name arrive in
 //!   the order they were sent: the node publishes everything (tells, asks,
 //!   replies) from one queue in order, NATS keeps the order of one

@@ -30,6 +30,9 @@ use tokio::sync::mpsc as tmpsc;
 
 use crate::error::RemoteError;
 
+/// How many user messages the user lane's task takes at a time.
+const USER_BATCH: usize = 256;
+
 /// What one queued message is taken to cost, beyond its subject, reply
 /// subject and payload: the `Out` itself, its `Bytes` and the channel's
 /// slot (an estimate: the bound is on memory, not exact to the byte).
@@ -214,8 +217,16 @@ pub(crate) fn run(client: &async_nats::Client, rx: LaneReceivers) {
     } = rx;
     let c = client.clone();
     tokio::spawn(async move {
-        while let Some((out, cost)) = user.recv().await {
-            publish(&c, out).await;
+        // In batches: the budget is given back once per batch, not once
+        // per message (the counter's cache line moves between the senders'
+        // threads and this one).
+        let mut batch = Vec::with_capacity(USER_BATCH);
+        while user.recv_many(&mut batch, USER_BATCH).await > 0 {
+            let mut cost = 0;
+            for (out, c_out) in batch.drain(..) {
+                publish(&c, out).await;
+                cost += c_out;
+            }
             // Relaxed: see `Lanes::queued`.
             queued.fetch_sub(cost, Ordering::Relaxed);
         }

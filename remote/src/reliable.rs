@@ -153,8 +153,9 @@ async fn run_producer(shared: Arc<Shared>, p: Arc<Producer>) {
             let last = st.first + st.buffer.len() as u64 - 1;
             if st.sent_to >= st.first && now >= st.progress_at + resend {
                 // Nothing confirmed for a resend timeout: from the first.
+                // Relaxed: a statistic.
                 p.resent
-                    .fetch_add(st.sent_to + 1 - st.first, Ordering::Relaxed); // Relaxed: a statistic.
+                    .fetch_add(st.sent_to + 1 - st.first, Ordering::Relaxed);
                 st.sent_to = st.first - 1;
             }
             if st.sent_to < st.first {
@@ -205,6 +206,14 @@ async fn run_producer(shared: Arc<Shared>, p: Arc<Producer>) {
             }
             None => p.wake.notified().await,
         }
+    }
+}
+
+/// Wakes every sender waiting for room (the node is leaving: they find
+/// it closed).
+pub(crate) fn wake_all(shared: &Shared) {
+    for p in lock(&shared.producers).by_name.values() {
+        p.progress.notify_waiters();
     }
 }
 
@@ -423,10 +432,13 @@ impl<M: Serialize + DeserializeOwned + Send + 'static> ReliableRef<M> {
     }
 
     /// A future that resolves once every message queued so far is
-    /// confirmed (with a blocking [`wait`](Confirmed::wait)).
+    /// confirmed (with a blocking [`wait_timeout`](Confirmed::wait_timeout)).
+    /// It waits as long as it takes: while nobody exposes the name, or the
+    /// connection is down, or after this node has closed, that is forever.
     pub fn confirmed(&self) -> Confirmed {
         Confirmed {
             producer: Arc::clone(&self.producer),
+            handle: self.inner.handle.clone(),
             wait: None,
         }
     }
@@ -533,18 +545,29 @@ impl fmt::Debug for ReliableSend {
 #[must_use = "a future does nothing unless awaited or waited for"]
 pub struct Confirmed {
     producer: Arc<Producer>,
+    /// The remote's runtime, for `wait_timeout`'s timer.
+    handle: tokio::runtime::Handle,
     wait: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
 }
 
 impl Confirmed {
-    /// Blocks this thread until every message queued is confirmed.
+    /// Blocks this thread until every message queued is confirmed, or
+    /// `timeout` has passed: `true` if confirmed.
     ///
     /// # Panics
     ///
     /// On a scheduler worker thread (`.await` it there).
     #[track_caller]
-    pub fn wait(self) {
-        proscenium_scheduler::block_on(self);
+    pub fn wait_timeout(self, timeout: std::time::Duration) -> bool {
+        proscenium_scheduler::assert_not_on_worker("Confirmed::wait_timeout");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let task = self.handle.clone().spawn(async move {
+            self.await;
+            let _ = tx.send(());
+        });
+        let confirmed = rx.recv_timeout(timeout).is_ok();
+        task.abort();
+        confirmed
     }
 }
 

@@ -696,6 +696,8 @@ async fn drain(shared: Arc<Shared>) -> Result<(), String> {
 async fn leave(shared: Arc<Shared>) -> Result<(), String> {
     // Release: pairs with `is_closed`'s Acquire.
     shared.left.store(true, Ordering::Release);
+    // Senders waiting for room in a reliable buffer find it closed.
+    crate::reliable::wake_all(&shared);
     let names: Vec<String> = lock(&shared.exposed)
         .by_name
         .iter()

@@ -115,7 +115,10 @@ fn a_burst_through_a_reliable_ref_arrives_exactly_once_and_in_order() {
     for i in 1..=n {
         checker.send(Check::Next(i)).wait().expect("send");
     }
-    checker.confirmed().wait();
+    assert!(
+        checker.confirmed().wait_timeout(GUARD),
+        "confirmed within the guard"
+    );
     let elapsed = started.elapsed();
     assert_eq!(checker.unconfirmed(), 0);
     assert_eq!(p.report(), (n, 0), "seen, out of order");
@@ -188,7 +191,10 @@ fn reliable_delivery_survives_a_server_restart_with_nothing_lost_or_repeated() {
     server.kill();
     server.start_again();
     sender.join().expect("the sender");
-    checker.confirmed().wait();
+    assert!(
+        checker.confirmed().wait_timeout(GUARD),
+        "confirmed within the guard"
+    );
     assert_eq!(p.report(), (n, 0), "seen, out of order");
     assert_eq!((p.a.rejected_messages(), p.b.rejected_messages()), (0, 0));
     eprintln!(
