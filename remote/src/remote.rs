@@ -560,7 +560,7 @@ impl Remote {
     /// on any node): when it terminates, its node leaves, or its node is
     /// silent for the failure-detector timeout, `make`'s message is told to
     /// `watcher`, once. If no node exposes the name now, at once, with
-    /// [`TerminatedReason::NotFound`].
+    /// [`TerminatedReason::NotFound`](crate::TerminatedReason::NotFound).
     ///
     /// As Akka's watch (seeds, akka-net-supervision): "the message will
     /// be delivered irrespective of the order in which the monitoring

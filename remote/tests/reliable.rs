@@ -180,12 +180,14 @@ fn reliable_delivery_survives_a_server_restart_with_nothing_lost_or_repeated() {
         std::thread::spawn(move || {
             for i in 1..=n {
                 checker.send(Check::Next(i)).wait().expect("send");
+                // Relaxed: a progress mark; nothing is read through it.
                 sent.store(i, std::sync::atomic::Ordering::Relaxed);
             }
         })
     };
     // Killed while the stream runs.
     support::eventually("half of the stream queued", || {
+        // Relaxed: as the store above.
         sent.load(std::sync::atomic::Ordering::Relaxed) >= n / 2
     });
     server.kill();

@@ -124,6 +124,7 @@ pub struct TempDir(PathBuf);
 impl TempDir {
     pub fn new(what: &str) -> TempDir {
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        // Relaxed: only uniqueness matters.
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
