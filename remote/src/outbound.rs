@@ -306,13 +306,25 @@ mod tests {
         .expect("connect");
         let shared = std::sync::Arc::clone(&remote.inner.shared);
         let n = 50_000;
-        for _ in 0..n {
-            shared
-                .send_user(shared.out("h.sink".into(), None, &[0; 256]))
-                .expect("room");
-        }
-        let seq = *crate::shared::lock(&shared.notice_seq) + 1;
-        shared.send_notice("hb");
+        // Queued from a task on the remote's runtime, which has one worker:
+        // neither lane's task runs until all of it, the heartbeat last, is
+        // queued (from a plain thread the lanes would drain meanwhile, and
+        // on a loaded machine the heartbeat could find the user lane empty).
+        let queue = std::sync::Arc::clone(&shared);
+        let seq = remote
+            .inner
+            .handle
+            .block_on(remote.inner.handle.spawn(async move {
+                for _ in 0..n {
+                    queue
+                        .send_user(queue.out("h.sink".into(), None, &[0; 256]))
+                        .expect("room");
+                }
+                let seq = *crate::shared::lock(&queue.notice_seq) + 1;
+                queue.send_notice("hb");
+                seq
+            }))
+            .expect("the queueing task");
         let before_it = rt.block_on(async {
             let mut sinks = 0;
             loop {
