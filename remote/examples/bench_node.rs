@@ -22,6 +22,12 @@
 //! 2. **ask round trip**: after a warm-up, `M` sequential asks, each timed
 //!    into an HDR histogram (p50, p99, p99.9).
 //!
+//! Environment (issue 25's A/B runs, perf/remote-reliable-bench.sh):
+//! `BENCH_RELIABLE=1` on the sender sends the tells through a
+//! `ReliableRef` (`send`, flow-controlled, then `confirmed`; no window by
+//! hand is needed: nothing is lost), the asks as before;
+//! `BENCH_CLUSTER_KEY=<secret>` on both sides signs everything.
+//!
 //! It prints a human line per workload and one
 //! `RESULT tell_msgs_per_s=... ask_p50_us=... ask_p99_us=... ask_p999_us=...`
 //! line for the script. The message is a 40-byte struct, `{ id: u64,
@@ -105,7 +111,7 @@ fn receiver(url: &str) -> Result<(), Box<dyn std::error::Error>> {
         .with_max_level(tracing::Level::INFO)
         .init();
     let system = ActorSystem::builder().name("receiver").build()?;
-    let mut settings = RemoteSettings::new(url, CLUSTER, "receiver");
+    let mut settings = keyed(RemoteSettings::new(url, CLUSTER, "receiver"));
     // BENCH_SUBSCRIPTION_CAPACITY: the receiver's buffer per exposed name
     // (the default drops messages under a burst: BENCHMARKS.md, "Remote").
     if let Ok(n) = std::env::var("BENCH_SUBSCRIPTION_CAPACITY") {
@@ -145,10 +151,22 @@ fn count(sink: &proscenium_remote::RemoteRef<Bench>) -> Result<(u64, bool), Remo
     Err(RemoteAskError::Timeout(COUNT_TIMEOUT))
 }
 
+/// The settings, with `BENCH_CLUSTER_KEY`'s key if set.
+fn keyed(settings: RemoteSettings) -> RemoteSettings {
+    match std::env::var("BENCH_CLUSTER_KEY") {
+        Ok(key) => settings.cluster_key(key),
+        Err(_) => settings,
+    }
+}
+
 fn sender(url: &str, n: u64, m: u64, window: u64) -> Result<(), Box<dyn std::error::Error>> {
     let system = ActorSystem::builder().name("sender").build()?;
-    let remote = Remote::connect(&system, RemoteSettings::new(url, CLUSTER, "sender"))?;
+    let remote = Remote::connect(&system, keyed(RemoteSettings::new(url, CLUSTER, "sender")))?;
     let sink = remote.actor_ref::<Bench>(NAME)?;
+    let reliable = std::env::var("BENCH_RELIABLE")
+        .is_ok_and(|v| v == "1")
+        .then(|| remote.reliable_ref::<Bench>(NAME))
+        .transpose()?;
 
     // Wait for the receiver's name (no responders comes back at once).
     let mut base = None;
@@ -168,7 +186,17 @@ fn sender(url: &str, n: u64, m: u64, window: u64) -> Result<(), Box<dyn std::err
     let mut tell_round = |k: u64| -> Result<(Duration, u64, bool), Box<dyn std::error::Error>> {
         let start = Instant::now();
         let mut valid = true;
-        for id in 0..k {
+        if let Some(reliable) = &reliable {
+            // Flow control by the reliable ref; the count after every tell
+            // is confirmed (in the actor's mailbox), so it sees them all.
+            for id in 0..k {
+                reliable.send(Bench::Tell(payload(id))).wait()?;
+            }
+            if !reliable.confirmed().wait_timeout(TIMEOUT) {
+                return Err("the tells were not confirmed within the timeout".into());
+            }
+        }
+        for id in (0..k).filter(|_| reliable.is_none()) {
             sink.tell(Bench::Tell(payload(id)))?;
             // Flow control by hand: wait for the count every `window` tells.
             if window > 0 && (id + 1) % window == 0 && id + 1 < k {

@@ -18,7 +18,14 @@
 //!
 //! Messages: `Add(u64)`, `Get(reply)`, and `Slow(ms, reply)`, which prints
 //! `slow-started` and answers after `ms` milliseconds from another thread.
-//! Arguments: `<nats-url> <cluster> <node> [heartbeat-ms failure-detector-ms]`.
+//! Arguments: `<nats-url> <cluster> <node> [heartbeat-ms failure-detector-ms]`,
+//! or `--config <node.toml>`: the settings from a `[remote]` table, with
+//! credentials, TLS and the cluster key (README, "More than one machine";
+//! with the server of `examples/nats-server.conf`):
+//!
+//! ```sh
+//! cargo run -p proscenium-remote --example node -- --config a.toml
+//! ```
 
 use std::io::{BufRead, Write};
 use std::time::{Duration, Instant};
@@ -57,6 +64,9 @@ impl Actor for Counter {
     }
 }
 
+const USAGE: &str =
+    "usage: node <nats-url> <cluster> <node> [heartbeat-ms fd-ms] | node --config <node.toml>";
+
 fn say(line: &str) {
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "{line}");
@@ -70,16 +80,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .with_max_level(tracing::Level::INFO)
         .init();
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let [url, cluster, node, rest @ ..] = args.as_slice() else {
-        return Err("usage: node <nats-url> <cluster> <node> [heartbeat-ms fd-ms]".into());
+    let settings = match args.as_slice() {
+        [flag, path] if flag == "--config" => RemoteSettings::from_toml_file(path)?,
+        [url, cluster, node, rest @ ..] => {
+            let settings = RemoteSettings::new(url.as_str(), cluster.as_str(), node.as_str());
+            match rest {
+                [] => settings,
+                [hb, fd] => settings.failure_detector(
+                    Duration::from_millis(hb.parse()?),
+                    Duration::from_millis(fd.parse()?),
+                ),
+                _ => return Err(USAGE.into()),
+            }
+        }
+        _ => return Err(USAGE.into()),
     };
-    let mut settings = RemoteSettings::new(url.as_str(), cluster.as_str(), node.as_str());
-    if let [hb, fd] = rest {
-        settings = settings.failure_detector(
-            Duration::from_millis(hb.parse()?),
-            Duration::from_millis(fd.parse()?),
-        );
-    }
+    let node = settings.node.clone();
     let system = ActorSystem::builder().name(node.as_str()).build()?;
     let remote = Remote::connect(&system, settings)?;
     remote.add_to_coordinated_shutdown()?;

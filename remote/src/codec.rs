@@ -17,7 +17,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::error::RemoteError;
-use crate::remote::{Out, Pending, Shared, ERROR_HEADER};
+use crate::shared::{Pending, Shared, ERROR_HEADER};
 
 thread_local! {
     static ENCODING: RefCell<Option<EncodeCtx>> = const { RefCell::new(None) };
@@ -47,7 +47,8 @@ struct DecodeCtx {
 /// Dropped unpublished, the replies forwarded in it are dropped (their
 /// askers get `NoReply`).
 pub(crate) struct Encoded {
-    payload: Bytes,
+    /// The tag's room (with a cluster key), then the body.
+    payload: Vec<u8>,
     /// The pending entries of the local replies inside.
     pub(crate) registered: Vec<u64>,
     forwarded: Vec<(Arc<Shared>, String)>,
@@ -65,15 +66,34 @@ impl Encoded {
     /// Queues the message on `subject` (in order with everything else the
     /// node sends); the replies forwarded in it are settled here: their
     /// answer now comes from the receiver.
-    pub(crate) fn publish(mut self, shared: &Shared, subject: String, reply: Option<String>) {
-        shared.send_out(Out::publish(
-            subject,
-            reply,
-            std::mem::take(&mut self.payload),
-        ));
+    ///
+    /// Refused past `outbound-capacity` ([`RemoteError::OutboundFull`]):
+    /// then nothing is queued, and the replies forwarded in it are dropped
+    /// (their askers told `NoReply`, as far as their own queues allow).
+    pub(crate) fn publish(
+        mut self,
+        shared: &Shared,
+        subject: String,
+        reply: Option<String>,
+    ) -> Result<(), RemoteError> {
+        shared.send_user(shared.out_encoded(subject, reply, std::mem::take(&mut self.payload)))?;
         for (owner, _) in std::mem::take(&mut self.forwarded) {
             owner.reply_settled();
         }
+        Ok(())
+    }
+}
+
+impl Encoded {
+    /// The body alone (without the tag's room), for a reliable producer's
+    /// buffer: the replies forwarded in it are settled here, as by
+    /// [`publish`](Self::publish) (the producer delivers it or keeps it).
+    pub(crate) fn into_body(mut self, shared: &Shared) -> Bytes {
+        let payload = std::mem::take(&mut self.payload);
+        for (owner, _) in std::mem::take(&mut self.forwarded) {
+            owner.reply_settled();
+        }
+        Bytes::from(payload).slice(shared.tag_len()..)
     }
 }
 
@@ -87,7 +107,7 @@ impl Drop for Encoded {
 /// "dropped" (`NoReply`) at once, as for any reply dropped unsent.
 fn drop_forwarded(forwarded: Vec<(Arc<Shared>, String)>) {
     for (owner, subject) in forwarded {
-        owner.send_out(Out::error(subject, "dropped"));
+        owner.send_reply(owner.error_out(subject, "dropped"));
         owner.reply_settled();
     }
 }
@@ -108,7 +128,8 @@ pub(crate) fn encode<T: Serialize>(
             forwarded: Vec::new(),
         })
     });
-    let result = postcard::to_stdvec(value);
+    // Room for the tag first (with a cluster key): signed in place.
+    let result = postcard::to_extend(value, vec![0; shared.tag_len()]);
     let ctx = ENCODING.with(|c| std::mem::replace(&mut *c.borrow_mut(), previous));
     let (registered, forwarded) = ctx.map(|c| (c.registered, c.forwarded)).unwrap_or_default();
     let max = shared.max_payload();
@@ -122,7 +143,7 @@ pub(crate) fn encode<T: Serialize>(
     };
     match checked {
         Ok(bytes) => Ok(Encoded {
-            payload: Bytes::from(bytes),
+            payload: bytes,
             registered,
             forwarded,
         }),
@@ -169,16 +190,16 @@ pub(crate) fn decode<T: DeserializeOwned>(
         // A `Deserialize` impl threw a reply away: dropped, as usual.
         Ok(_) => {
             for subject in &discarded {
-                shared.send_out(Out::error(subject.clone(), "dropped"));
+                shared.send_reply(shared.error_out(subject.clone(), "dropped"));
             }
         }
         Err(reason) => {
             let why = format!("undecodable: {reason}");
             for subject in &discarded {
-                shared.send_out(Out::error(subject.clone(), &why));
+                shared.send_reply(shared.error_out(subject.clone(), &why));
             }
             if let Some(reply) = reply.filter(|r| !discarded.iter().any(|d| d == r)) {
-                shared.send_out(Out::error(reply.to_owned(), &why));
+                shared.send_reply(shared.error_out(reply.to_owned(), &why));
             }
         }
     }
@@ -253,8 +274,12 @@ impl<R: Serialize + Send + 'static> RemoteReply<R> {
                 // Relaxed: only this value (one owner) writes and reads it.
             } if armed.load(Ordering::Relaxed) => {
                 match encode(&shared, &value) {
-                    Ok(encoded) => encoded.publish(&shared, subject, None),
-                    Err(e) => shared.send_out(Out::error(subject, &e.to_string())),
+                    Ok(encoded) => {
+                        if encoded.publish(&shared, subject, None).is_err() {
+                            shared.lanes.note_dropped_reply();
+                        }
+                    }
+                    Err(e) => shared.send_reply(shared.error_out(subject, &e.to_string())),
                 }
                 shared.reply_settled();
             }
@@ -310,7 +335,7 @@ impl<R: Send + 'static> Drop for RemoteReply<R> {
             let Some(subject) = hand_to_decode(shared, subject) else {
                 return;
             };
-            shared.send_out(Out::error(subject, "dropped"));
+            shared.send_reply(shared.error_out(subject, "dropped"));
             shared.reply_settled();
         }
     }

@@ -14,7 +14,25 @@ pub enum ConnectError {
     /// No NATS server could be reached, or it refused the connection.
     #[error("could not connect to NATS ({servers}): {message}")]
     Nats {
-        /// The servers tried.
+        /// The servers tried (without the credentials of their URLs).
+        servers: String,
+        /// What the client said (any secret of the settings scrubbed).
+        message: String,
+    },
+    /// The server refused this node's credentials (or wants some and got
+    /// none): NATS's "authorization violation".
+    #[error("NATS refused the credentials ({servers}): {message}")]
+    Unauthorized {
+        /// The servers tried (without the credentials of their URLs).
+        servers: String,
+        /// What the client said (any secret of the settings scrubbed).
+        message: String,
+    },
+    /// TLS failed: a certificate or key could not be loaded, the server's
+    /// certificate was not trusted, or TLS was required and not offered.
+    #[error("TLS to NATS failed ({servers}): {message}")]
+    Tls {
+        /// The servers tried (without the credentials of their URLs).
         servers: String,
         /// What the client said.
         message: String,
@@ -29,10 +47,22 @@ pub enum ConnectError {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RemoteError {
-    /// A name must be one subject token: not empty, no `.`, `*`, `>` or
-    /// whitespace.
-    #[error("`{0}` cannot be a name (not empty, no '.', '*', '>' or whitespace)")]
+    /// A name must be one subject token: not empty, no `.`, `*`, `>`,
+    /// whitespace or control characters.
+    #[error(
+        "`{0}` cannot be a name (not empty, no '.', '*', '>', whitespace or control characters)"
+    )]
     BadName(String),
+    /// A name is longer than [`MAX_NAME_LEN`](crate::MAX_NAME_LEN) bytes:
+    /// refused before anything reaches the server (which closes a
+    /// connection whose protocol line is over its `max_control_line`).
+    #[error("a name of {len} bytes is over the limit of {max} bytes")]
+    NameTooLong {
+        /// The name's length in bytes.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
     /// This node already exposes an actor under that name.
     #[error("`{0}` is already exposed on this node")]
     AlreadyExposed(String),
@@ -46,6 +76,14 @@ pub enum RemoteError {
         size: usize,
         /// The server's limit.
         max: usize,
+    },
+    /// The node's outbound queue holds `outbound-capacity` bytes already:
+    /// its connection is down, or slower than its senders. Nothing was
+    /// queued; try later (or slower).
+    #[error("the outbound queue is full ({capacity} bytes, outbound-capacity): the connection is down or slower than the senders")]
+    OutboundFull {
+        /// The capacity, in bytes.
+        capacity: usize,
     },
     /// The remote has left the cluster (coordinated shutdown) or its
     /// connection is closed.

@@ -19,10 +19,28 @@
 //! | subject | what |
 //! |---|---|
 //! | `C.actor.<name>` | messages to the actor exposed as `<name>` (a queue group for [`Remote::expose_group`]) |
+//! | `C.actor.<name>.r` | reliable delivery's messages to it ([`ReliableRef`]), confirmed to the sender's `C.reply.<node>.<token>.ack` |
 //! | `C.where.<name>` | answered by the node exposing `<name>` (watches find the node with it) |
-//! | `C.terminated.<name>` | published when an exposed actor terminates or its node leaves |
 //! | `C.node.<node>.join` / `.hb` / `.leave` | a node's arrival, heartbeat, and departure |
-//! | `_INBOX.<id>.inbox.<n>` | replies to this node's asks |
+//! | `C.node.<node>.terminated.<name>` | published when an exposed actor terminates or its node leaves |
+//! | `C.reply.<node>.<token>.<id>` | replies to this node's asks (`<token>`: 128 random bits, never published; `<id>`: random) |
+//!
+//! Every subject a node publishes on names it (`C.node.<node>.>`) or is
+//! one another node chose, so NATS permissions can keep each node to its
+//! own (see the trust model in docs/decisions/0023-remote-security.md).
+//!
+//! # Security
+//!
+//! [`RemoteSettings`] carries the NATS credentials ([`NatsAuth`]: user
+//! and password, token, nkey, `.creds` file) and TLS ([`TlsSettings`]: a
+//! CA, a client certificate for mutual TLS, TLS required); secrets never
+//! show in `Debug` output or errors. With a
+//! [`cluster_key`](RemoteSettings::cluster_key) every message a node
+//! publishes is signed (HMAC-SHA256) and every message it receives must
+//! verify: a NATS client without the key cannot forge a leave, a
+//! heartbeat, a terminated notice, a reply or a message to an actor;
+//! what does not verify, or replays an old notice, is dropped and counted
+//! ([`Remote::rejected_messages`]).
 //!
 //! # Delivery guarantees
 //!
@@ -36,6 +54,19 @@
 //!   consumer": the client drops it; counted by
 //!   [`Remote::dropped_by_slow_consumer`] and logged). Nothing is
 //!   delivered twice.
+//! * **Exactly once and in order, on request.** A [`ReliableRef`]
+//!   ([`Remote::reliable_ref`]) numbers its messages, keeps each until the
+//!   receiving node confirms it, resends what is unconfirmed after a
+//!   timeout and keeps a window in flight; the receiver drops duplicates
+//!   and anything out of order: the actor sees each message once and in
+//!   order, across lost messages, a restarted NATS server and bursts (while
+//!   both nodes live; see its docs). The default stays at most once.
+//! * **Bounded.** While the connection is down (or slower than the
+//!   senders) a node holds at most
+//!   [`outbound_capacity`](RemoteSettings::outbound_capacity) bytes of
+//!   user messages; past it `tell` and `ask` fail at once with
+//!   [`RemoteError::OutboundFull`]. Heartbeats and the other notices have
+//!   a queue of their own, and never wait behind user messages.
 //! * **Per-sender order.** Messages from one node to one name arrive in
 //!   the order they were sent: the node publishes everything (tells, asks,
 //!   replies) from one queue in order, NATS keeps the order of one
@@ -126,16 +157,23 @@ extern crate self as proscenium_remote;
 #[path = "../tests/support/mod.rs"]
 mod test_support;
 
+mod auth;
 mod codec;
+mod control;
 mod error;
+mod outbound;
+mod reliable;
 mod remote;
 mod remote_ref;
 mod settings;
+mod shared;
+mod sign;
 
+pub use crate::auth::{NatsAuth, Secret, TlsSettings};
 pub use crate::codec::RemoteReply;
+pub use crate::control::{RemoteTerminated, RemoteWatch, TerminatedReason};
 pub use crate::error::{ConnectError, RemoteAskError, RemoteError};
-pub use crate::remote::{
-    Remote, RemoteTerminated, RemoteWatch, TerminatedReason, UndecodableMessage,
-};
+pub use crate::reliable::{Confirmed, ReliableRef, ReliableSend};
+pub use crate::remote::{Remote, UndecodableMessage};
 pub use crate::remote_ref::{RemoteAsk, RemoteRef};
-pub use crate::settings::{ConfigError, RemoteSettings};
+pub use crate::settings::{ConfigError, RemoteSettings, MAX_NAME_LEN, MAX_NODE_NAME_LEN};

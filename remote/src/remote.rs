@@ -1,27 +1,32 @@
 //! [`Remote`]: one node's connection to the cluster, what it exposes, its
 //! watches, and its part in the coordinated shutdown.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Duration;
 
-use async_nats::{HeaderMap, Message, StatusCode, Subscriber};
+use async_nats::{Message, StatusCode, Subscriber};
 use bytes::Bytes;
 use futures_util::StreamExt;
 use proscenium::{Actor, ActorRef, ActorSystem, Context, Outcome, Phase, Props, TaskError};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use tokio::sync::{mpsc as tmpsc, oneshot, Notify};
+use tokio::sync::{oneshot, Notify};
 
+use crate::auth::{redact_url, scrub, url_auth, NatsAuth};
 use crate::codec::decode;
+use crate::control::{self, Incarnation, RemoteTerminated, RemoteWatch, Watches};
 use crate::error::{ConnectError, RemoteError};
+use crate::outbound::{self, LaneReceivers, Lanes};
+use crate::reliable::{Consumers, Envelope, Producers, ReliableRef, Verdict};
 use crate::remote_ref::RemoteRef;
-use crate::settings::{is_token, RemoteSettings};
-
-/// The header that carries a responder's failure back to an asker.
-pub(crate) const ERROR_HEADER: &str = "Proscenium-Error";
+use crate::settings::{check_actor_name, RemoteSettings};
+use crate::shared::{
+    expire_pending, flush, inbox_task, lock, note_event, PendingTable, Shared, ERROR_HEADER,
+};
+use crate::sign::{random_hex128, ClusterKey};
 
 /// A message from another node that could not be decoded as the exposed
 /// actor's message type; it is a dead letter on the receiving node
@@ -37,141 +42,7 @@ pub struct UndecodableMessage {
     pub payload: Bytes,
 }
 
-/// What a watcher learns when a watched remote actor is gone: see
-/// [`Remote::watch`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct RemoteTerminated {
-    /// The exposed name watched.
-    pub name: String,
-    /// The node that exposed it, if it was found.
-    pub node: Option<String>,
-    /// Why the watch fired.
-    pub reason: TerminatedReason,
-}
-
-/// Why a remote watch fired.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum TerminatedReason {
-    /// The actor terminated (its node said so).
-    Stopped,
-    /// Its node left the cluster (coordinated shutdown).
-    NodeLeft,
-    /// Its node sent no heartbeat within the failure-detector timeout (or
-    /// did not answer where the actor is): taken as gone, as Akka's
-    /// watch takes an unreachable node.
-    NodeUnreachable,
-    /// No node exposes the name (with [`Remote::expose`]) at watch time.
-    NotFound,
-}
-
-/// An outbound command: published in submission order by one task, which
-/// gives per-sender order across tells, asks and replies.
-pub(crate) enum Out {
-    Publish {
-        subject: String,
-        reply: Option<String>,
-        headers: Option<HeaderMap>,
-        payload: Bytes,
-    },
-}
-
-impl Out {
-    pub(crate) fn publish(subject: String, reply: Option<String>, payload: Bytes) -> Out {
-        Out::Publish {
-            subject,
-            reply,
-            headers: None,
-            payload,
-        }
-    }
-
-    pub(crate) fn error(subject: String, reason: &str) -> Out {
-        let mut headers = HeaderMap::new();
-        // A header value cannot hold a line break.
-        headers.insert(ERROR_HEADER, reason.replace(['\r', '\n'], " ").as_str());
-        Out::Publish {
-            subject,
-            reply: None,
-            headers: Some(headers),
-            payload: Bytes::new(),
-        }
-    }
-}
-
-/// What to do with the answer to a reply subject of this node: called
-/// once, with the message or `Err` when it is given up on.
-pub(crate) struct Pending {
-    pub(crate) deliver: Box<dyn FnOnce(Result<Message, ()>) + Send>,
-    /// For local replies: whether their asker still waits (else the
-    /// heartbeat's sweep drops the entry).
-    pub(crate) alive: Option<Box<dyn Fn() -> bool + Send>>,
-    /// When it is given up on (an ask's timeout, a where-request's):
-    /// removed with the entry, so an answered ask leaves nothing armed.
-    pub(crate) deadline: Option<Instant>,
-}
-
-/// The pending entries, and their deadlines in order.
-#[derive(Default)]
-struct PendingTable {
-    by_id: HashMap<u64, Pending>,
-    deadlines: BTreeSet<(Instant, u64)>,
-}
-
-impl PendingTable {
-    fn remove(&mut self, id: u64) -> Option<Pending> {
-        let pending = self.by_id.remove(&id)?;
-        if let Some(at) = pending.deadline {
-            self.deadlines.remove(&(at, id));
-        }
-        Some(pending)
-    }
-}
-
-struct Watch {
-    name: String,
-    node: Option<String>,
-    /// The incarnation of the node (its connection's inbox) that answered.
-    incarnation: Option<String>,
-    fire: Box<dyn FnOnce(RemoteTerminated) + Send>,
-}
-
-/// Learns that `inc` is `node`'s current incarnation: returns the watches
-/// located on an earlier one (those actors are gone). A node heard from
-/// for the first time (or anew) wakes the failure detector (`heard`).
-fn current_incarnation(w: &mut Watches, node: &str, inc: &str, heard: &Notify) -> Vec<Watch> {
-    match w.last_seen.get_mut(node) {
-        Some((seen_inc, seen)) if seen_inc == inc => {
-            *seen = Instant::now();
-            return Vec::new();
-        }
-        _ => {}
-    }
-    w.last_seen
-        .insert(node.to_owned(), (inc.to_owned(), Instant::now()));
-    // A permit if the detector is not waiting: it looks again.
-    heard.notify_one();
-    let stale: Vec<u64> = w
-        .by_id
-        .iter()
-        .filter(|(_, x)| {
-            x.node.as_deref() == Some(node) && x.incarnation.as_deref().is_some_and(|i| i != inc)
-        })
-        .map(|(id, _)| *id)
-        .collect();
-    stale.iter().filter_map(|id| w.by_id.remove(id)).collect()
-}
-
-#[derive(Default)]
-struct Watches {
-    by_id: HashMap<u64, Watch>,
-    /// When each node watched was last heard from, and its current
-    /// incarnation (a node restarted under the same name is another one).
-    last_seen: HashMap<String, (String, Instant)>,
-}
-
-struct Exposed {
+pub(crate) struct Exposed {
     /// Tells the serving task to drain.
     drain: Option<oneshot::Sender<()>>,
     /// Plain expose (watchable, announced as terminated on leave).
@@ -180,201 +51,44 @@ struct Exposed {
 
 /// The names this node exposes, and whether the drain has begun.
 #[derive(Default)]
-struct Exposures {
+pub(crate) struct Exposures {
     by_name: HashMap<String, Exposed>,
     /// Set by `drain` when it takes the drain signals: no expose after it
     /// (its serving task would never get a signal).
     draining: bool,
 }
 
-/// The node's state, shared by the handles and the tasks on the runtime.
-pub(crate) struct Shared {
-    pub(crate) client: async_nats::Client,
-    pub(crate) settings: RemoteSettings,
-    /// An engine-internal handle (it does not keep the system alive).
-    system: ActorSystem,
-    out: tmpsc::UnboundedSender<Out>,
-    inbox: String,
-    next_id: AtomicU64,
-    pending: Mutex<PendingTable>,
-    /// Wakes `expire_pending`: an entry with an earlier deadline than
-    /// every other was added.
-    earlier_deadline: Notify,
-    watches: Mutex<Watches>,
-    exposed: Mutex<Exposures>,
-    /// Serving tasks still running or about to start (counted under the
-    /// `exposed` lock when the name is taken; each notifies `served` as it
-    /// ends).
-    serving: AtomicUsize,
-    served: Notify,
-    /// Replies decoded on this node and not yet sent or dropped.
-    open_replies: AtomicUsize,
-    replies_settled: Notify,
-    /// Wakes the failure detector: a node joined `watches.last_seen`.
-    node_heard: Notify,
-    /// Set once the node has left: sends fail with `Closed`.
-    left: AtomicBool,
-    /// Messages the NATS client dropped because an exposed name's buffer
-    /// was full (its "slow consumer" events; see `Remote::dropped_by_slow_consumer`).
-    slow_consumer_drops: Arc<AtomicU64>,
+/// `message` without any of `secrets` (see [`scrub`]).
+fn scrub_all(message: &str, secrets: &[String]) -> String {
+    let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
+    scrub(message, &secrets)
 }
 
-/// What the node does with an event of its NATS client: a slow-consumer
-/// drop is counted in `drops` and logged as a warning (on the first and
-/// every power-of-two-th, so that a flood of drops is not a flood of log
-/// lines); anything else is logged.
-fn note_event(drops: &AtomicU64, event: &async_nats::Event) {
-    if let async_nats::Event::SlowConsumer(sid) = event {
-        // Relaxed: a statistic, read on its own.
-        let n = drops.fetch_add(1, Ordering::Relaxed) + 1;
-        if n.is_power_of_two() {
-            tracing::warn!(
-                subscription = sid,
-                dropped = n,
-                "remote: a message for an exposed name was dropped: its buffer \
-                 (subscription-capacity) is full, the actor falls behind its senders"
-            );
+/// Whether `err` comes from rustls (a handshake that failed: an untrusted
+/// certificate, a server that does not speak TLS), somewhere in its chain
+/// of sources, directly or inside an `io::Error`.
+fn caused_by_tls(err: &(dyn std::error::Error + 'static)) -> bool {
+    use async_nats::rustls::Error as TlsError;
+    let mut next = Some(err);
+    while let Some(e) = next {
+        let inner = e
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+            .is_some_and(|inner| inner.is::<TlsError>());
+        if e.is::<TlsError>() || inner {
+            return true;
         }
-    } else {
-        tracing::info!(event = %event, "remote: NATS");
+        next = e.source();
     }
+    false
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-impl Shared {
-    pub(crate) fn subject(&self, kind: &str, name: &str) -> String {
-        format!("{}.{kind}.{name}", self.settings.cluster)
-    }
-
-    pub(crate) fn max_payload(&self) -> usize {
-        // An atomic load in the client, kept up to date from the server's
-        // INFO; `server_info()` clones the whole INFO (a dozen strings) on
-        // every message (BENCHMARKS.md, "Remote").
-        self.client.max_payload()
-    }
-
-    pub(crate) fn send_out(&self, out: Out) {
-        // Fails only once the runtime is gone: nothing can be sent then.
-        let _ = self.out.send(out);
-    }
-
-    pub(crate) fn is_closed(&self) -> bool {
-        // Acquire: pairs with the Release store in `leave`.
-        self.left.load(Ordering::Acquire)
-    }
-
-    pub(crate) fn new_reply_subject(&self) -> (u64, String) {
-        // Relaxed: only uniqueness matters.
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        (id, self.reply_subject_of(id))
-    }
-
-    /// A round trip through the server: a message to this node's own
-    /// inbox, published after everything sent so far, comes back. The
-    /// server handles a connection's operations in order, so once it is
-    /// back, every subscription made before is registered there.
-    /// (async-nats's `flush` only waits until the bytes are written.)
-    pub(crate) async fn round_trip(&self) -> Result<(), String> {
-        let (id, subject) = self.new_reply_subject();
-        let (tx, rx) = oneshot::channel();
-        self.put_pending(
-            id,
-            Pending {
-                deliver: Box::new(move |outcome| {
-                    let _ = tx.send(outcome.is_ok());
-                }),
-                alive: None,
-                // Bounded by its caller's `timeout`.
-                deadline: None,
-            },
-        );
-        self.send_out(Out::publish(subject, None, Bytes::new()));
-        match tokio::time::timeout(self.settings.connect_timeout, rx).await {
-            Ok(Ok(true)) => Ok(()),
-            _ => {
-                self.take_pending(id);
-                Err(format!(
-                    "no round trip through the server within {:?}",
-                    self.settings.connect_timeout
-                ))
-            }
-        }
-    }
-
-    pub(crate) fn reply_subject_of(&self, id: u64) -> String {
-        format!("{}.{id}", self.inbox)
-    }
-
-    pub(crate) fn put_pending(&self, id: u64, pending: Pending) {
-        let mut table = lock(&self.pending);
-        if let Some(at) = pending.deadline {
-            let earliest = table.deadlines.first().is_none_or(|(first, _)| at < *first);
-            table.deadlines.insert((at, id));
-            if earliest {
-                // A permit if the task is not waiting: it looks again.
-                self.earlier_deadline.notify_one();
-            }
-        }
-        table.by_id.insert(id, pending);
-    }
-
-    /// Deadlines of pending entries not yet answered or given up on.
-    #[cfg(test)]
-    pub(crate) fn deadlines_armed(&self) -> usize {
-        lock(&self.pending).deadlines.len()
-    }
-
-    pub(crate) fn take_pending(&self, id: u64) -> Option<Pending> {
-        lock(&self.pending).remove(id)
-    }
-
-    pub(crate) fn reply_armed(&self) {
-        // Relaxed: a count; `reply_settled`'s notify carries the wake-up.
-        self.open_replies.fetch_add(1, Ordering::Relaxed);
-    }
-
-    pub(crate) fn reply_settled(&self) {
-        // AcqRel: the waiter in `close` reads the count after the notify.
-        if self.open_replies.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.replies_settled.notify_waiters();
-        }
-    }
-
-    pub(crate) fn dead_letter<T: std::any::Any + Send>(
-        &self,
-        recipient: Option<proscenium::ActorId>,
-        message: T,
-    ) {
-        self.system.publish_dead_letter(recipient, message);
-    }
-
-    fn fire(&self, watch: Watch, reason: TerminatedReason) {
-        (watch.fire)(RemoteTerminated {
-            name: watch.name,
-            node: watch.node,
-            reason,
-        });
-    }
-
-    /// Fires (and removes) every watch matching `pick`.
-    fn fire_where(&self, reason: TerminatedReason, pick: impl Fn(&Watch) -> bool) {
-        let fired: Vec<Watch> = {
-            let mut w = lock(&self.watches);
-            let ids: Vec<u64> = w
-                .by_id
-                .iter()
-                .filter(|(_, watch)| pick(watch))
-                .map(|(id, _)| *id)
-                .collect();
-            ids.iter().filter_map(|id| w.by_id.remove(id)).collect()
-        };
-        for watch in fired {
-            self.fire(watch, reason);
-        }
-    }
+/// A `remote.servers` settings error.
+fn invalid_servers(message: &str) -> ConnectError {
+    ConnectError::Settings(proscenium_shutdown::ConfigError::InvalidValue {
+        key: "remote.servers".to_owned(),
+        message: message.to_owned(),
+    })
 }
 
 /// One node of a proscenium cluster on NATS: exposes local actors under
@@ -459,15 +173,35 @@ impl Remote {
     ) -> Result<Remote, ConnectError> {
         settings.validate()?;
         let mut addrs = Vec::with_capacity(settings.servers.len());
+        let mut from_urls = NatsAuth::None;
         for s in &settings.servers {
             let addr: async_nats::ServerAddr = s.parse().map_err(|e: std::io::Error| {
                 proscenium_shutdown::ConfigError::InvalidValue {
                     key: "remote.servers".to_owned(),
-                    message: format!("`{s}` is not a NATS server URL: {e}"),
+                    message: format!("`{}` is not a NATS server URL: {e}", redact_url(s)),
                 }
             })?;
+            // async-nats ignores a URL's credentials: they are taken here.
+            let auth = url_auth(&addr);
+            if auth != NatsAuth::None {
+                if from_urls != NatsAuth::None && from_urls != auth {
+                    return Err(invalid_servers(
+                        "one set of credentials in the URLs, not two",
+                    ));
+                }
+                from_urls = auth;
+            }
             addrs.push(addr);
         }
+        let auth = match (&settings.auth, from_urls) {
+            (a, NatsAuth::None) => a.clone(),
+            (NatsAuth::None, from_urls) => from_urls,
+            _ => {
+                return Err(invalid_servers(
+                    "credentials in the settings or in the URLs, not in both",
+                ))
+            }
+        };
         let (tx, rx) = mpsc::channel();
         let n = ANCHORS.fetch_add(1, Ordering::Relaxed); // Relaxed: a unique suffix.
         system
@@ -485,15 +219,19 @@ impl Remote {
             .enable_all()
             .build()
             .map_err(|e| ConnectError::Start(e.to_string()))?;
-        let servers = settings.servers.join(", ");
+        // Errors show the URLs without their credentials, and never a
+        // secret of the settings (whatever the client's message holds).
+        let servers: Vec<String> = settings.servers.iter().map(|s| redact_url(s)).collect();
+        let servers = servers.join(", ");
+        let secrets: Vec<String> = auth.secrets().into_iter().map(str::to_owned).collect();
         let nats_err = |message: String| ConnectError::Nats {
             servers: servers.clone(),
-            message,
+            message: scrub_all(&message, &secrets),
         };
         let slow_consumer_drops = Arc::new(AtomicU64::new(0));
         let client = runtime.block_on(async {
             let drops = Arc::clone(&slow_consumer_drops);
-            let options = async_nats::ConnectOptions::new()
+            let mut options = async_nats::ConnectOptions::new()
                 .name(format!("proscenium {}/{}", settings.cluster, settings.node))
                 .connection_timeout(settings.connect_timeout)
                 .subscription_capacity(settings.subscription_capacity)
@@ -501,27 +239,84 @@ impl Remote {
                     note_event(&drops, &e);
                     async {}
                 });
+            options = match auth {
+                NatsAuth::None => options,
+                NatsAuth::UserPassword { user, password } => {
+                    options.user_and_password(user, password.reveal().to_owned())
+                }
+                NatsAuth::Token(token) => options.token(token.reveal().to_owned()),
+                NatsAuth::NKey(seed) => options.nkey(seed.reveal().to_owned()),
+                NatsAuth::CredentialsFile(path) => {
+                    options.credentials_file(&path).await.map_err(|e| {
+                        ConnectError::Settings(proscenium_shutdown::ConfigError::InvalidValue {
+                            key: "remote.credentials-file".to_owned(),
+                            message: format!("a NATS .creds file (`{}`: {e})", path.display()),
+                        })
+                    })?
+                }
+            };
+            let tls = &settings.tls;
+            if let Some(ca) = &tls.ca_file {
+                options = options.add_root_certificates(ca.clone());
+            }
+            if let Some((cert, key)) = &tls.client_cert {
+                options = options.add_client_certificate(cert.clone(), key.clone());
+            }
+            if tls.required {
+                options = options.require_tls(true);
+            }
             match tokio::time::timeout(settings.connect_timeout, options.connect(addrs)).await {
                 Ok(Ok(client)) => Ok(client),
-                Ok(Err(e)) => Err(nats_err(e.to_string())),
+                Ok(Err(e)) => {
+                    use async_nats::ConnectErrorKind as K;
+                    let message = scrub_all(&e.to_string(), &secrets);
+                    let servers = servers.clone();
+                    Err(match e.kind() {
+                        K::AuthorizationViolation | K::Authentication => {
+                            ConnectError::Unauthorized { servers, message }
+                        }
+                        K::Tls => ConnectError::Tls { servers, message },
+                        // async-nats reports a failed handshake as I/O.
+                        _ if caused_by_tls(&e) => ConnectError::Tls { servers, message },
+                        _ => ConnectError::Nats { servers, message },
+                    })
+                }
                 Err(_) => Err(nats_err(format!(
                     "timed out after {:?}",
                     settings.connect_timeout
                 ))),
             }
         })?;
-        let (out_tx, out_rx) = tmpsc::unbounded_channel();
-        let inbox = format!("{}.inbox", client.new_inbox());
+        let (lanes, lane_rx) = Lanes::new(settings.outbound_capacity);
+        // Never published: reply subjects are unguessable (see `Shared::inbox`).
+        let inbox = format!(
+            "{}.reply.{}.{}",
+            settings.cluster,
+            settings.node,
+            random_hex128()
+        );
+        let key = settings.cluster_key.as_ref().map(ClusterKey::new);
+        if key.is_none() {
+            tracing::warn!(
+                node = %settings.node,
+                "remote: no cluster key: any client that may publish on the cluster's subjects \
+                 can forge control notices and messages (see docs/decisions/0023)"
+            );
+        }
         let shared = Arc::new(Shared {
             client,
             settings,
             system,
-            out: out_tx,
+            lanes,
+            key,
+            incarnation: Incarnation::new(),
             inbox,
-            next_id: AtomicU64::new(0),
             pending: Mutex::new(PendingTable::default()),
             earlier_deadline: Notify::new(),
+            next_watch: AtomicU64::new(0),
             watches: Mutex::new(Watches::default()),
+            producers: Mutex::new(Producers::default()),
+            notice_seq: Mutex::new(0),
             node_heard: Notify::new(),
             exposed: Mutex::new(Exposures::default()),
             serving: AtomicUsize::new(0),
@@ -530,8 +325,11 @@ impl Remote {
             replies_settled: Notify::new(),
             left: AtomicBool::new(false),
             slow_consumer_drops,
+            rejected: AtomicU64::new(0),
         });
-        runtime.block_on(start(&shared, out_rx)).map_err(nats_err)?;
+        runtime
+            .block_on(start(&shared, lane_rx))
+            .map_err(nats_err)?;
         let handle = runtime.handle().clone();
         Ok(Remote {
             inner: Arc::new(Inner {
@@ -574,6 +372,27 @@ impl Remote {
             .load(Ordering::Relaxed)
     }
 
+    /// How many replies (answers to other nodes' asks, their "dropped" and
+    /// decode failures) this node dropped because its outbound queue was
+    /// full ([`RemoteSettings::outbound_capacity`]): their askers get their
+    /// timeout. Each is also logged (on the first and every
+    /// power-of-two-th).
+    pub fn dropped_replies(&self) -> u64 {
+        self.inner.shared.lanes.dropped_replies()
+    }
+
+    /// How many messages this node dropped unread because they did not
+    /// verify against the cluster key (a client without the key published
+    /// them: a forged control notice, reply, where-answer or message to an
+    /// actor), or were replays (a heartbeat, leave or terminated notice of
+    /// an older incarnation, or not newer than the last one heard). Each
+    /// is also logged (a `tracing` warning, on the first and every
+    /// power-of-two-th). See docs/decisions/0023-remote-security.md.
+    pub fn rejected_messages(&self) -> u64 {
+        // Relaxed: a statistic.
+        self.inner.shared.rejected.load(Ordering::Relaxed)
+    }
+
     /// Makes `actor` reachable from every node under `name`: messages
     /// published on `<cluster>.actor.<name>` are decoded as `M` and told
     /// to it, in the order they arrive. A message that cannot be decoded
@@ -584,7 +403,10 @@ impl Remote {
     /// get their Terminated.
     ///
     /// A name should be exposed this way by one node at a time (for a
-    /// pool over nodes, use [`expose_group`](Self::expose_group)).
+    /// pool over nodes, use [`expose_group`](Self::expose_group)). It is
+    /// one subject token of at most [`MAX_NAME_LEN`](crate::MAX_NAME_LEN)
+    /// bytes (else [`RemoteError::BadName`] or
+    /// [`RemoteError::NameTooLong`], before anything is sent).
     ///
     /// Blocks until the server has the subscription (one round trip), so
     /// the name is live on this server when it returns; like every
@@ -623,9 +445,7 @@ impl Remote {
     {
         proscenium_scheduler::assert_not_on_worker("Remote::expose");
         let shared = &self.inner.shared;
-        if !is_token(name) {
-            return Err(RemoteError::BadName(name.to_owned()));
-        }
+        check_actor_name(name)?;
         if shared.is_closed() {
             return Err(RemoteError::Closed);
         }
@@ -663,23 +483,32 @@ impl Remote {
                     shared.client.subscribe(subject).await
                 };
                 let messages = messages.map_err(|e| RemoteError::Nats(e.to_string()))?;
-                let where_sub = if group {
+                let single = if group {
                     None
                 } else {
-                    Some(
-                        shared
-                            .client
-                            .subscribe(shared.subject("where", &name))
-                            .await
-                            .map_err(|e| RemoteError::Nats(e.to_string()))?,
-                    )
+                    let nats = |e: async_nats::SubscribeError| RemoteError::Nats(e.to_string());
+                    let where_sub = shared
+                        .client
+                        .subscribe(shared.subject("where", &name))
+                        .await
+                        .map_err(nats)?;
+                    // Reliable delivery's messages to the name.
+                    let reliable = shared
+                        .client
+                        .subscribe(format!("{}.r", shared.subject("actor", &name)))
+                        .await
+                        .map_err(nats)?;
+                    Some(Single {
+                        where_sub,
+                        reliable,
+                    })
                 };
                 // Once the server has the subscriptions, the name is live.
-                shared.round_trip().await.map_err(RemoteError::Nats)?;
-                Ok::<_, RemoteError>((messages, where_sub))
+                shared.round_trip(false).await.map_err(RemoteError::Nats)?;
+                Ok::<_, RemoteError>((messages, single))
             }
         });
-        let (messages, where_sub) = match subscribed {
+        let (messages, single) = match subscribed {
             Ok(subs) => subs,
             Err(e) => {
                 lock(&shared.exposed).by_name.remove(name);
@@ -694,7 +523,7 @@ impl Remote {
             name.to_owned(),
             actor.clone(),
             messages,
-            where_sub,
+            single,
             drain_rx,
         ));
         Ok(())
@@ -702,22 +531,36 @@ impl Remote {
 
     /// A reference to whatever actor is exposed under `name`, on any node
     /// (no check that one is: a tell to nobody is lost, an ask to nobody
-    /// fails at once with `NoResponders`).
+    /// fails at once with `NoResponders`). The name is checked as
+    /// [`expose`](Self::expose) checks it.
     pub fn actor_ref<M>(&self, name: &str) -> Result<RemoteRef<M>, RemoteError>
     where
         M: Serialize + DeserializeOwned + Send + 'static,
     {
-        if !is_token(name) {
-            return Err(RemoteError::BadName(name.to_owned()));
-        }
+        check_actor_name(name)?;
         Ok(RemoteRef::new(Arc::clone(&self.inner), name))
+    }
+
+    /// A reference that delivers each message to the actor exposed under
+    /// `name` (with [`expose`](Self::expose)) exactly once and in order,
+    /// across lost messages and a restarted NATS server: see
+    /// [`ReliableRef`]. The name is checked as `expose` checks it.
+    pub fn reliable_ref<M>(&self, name: &str) -> Result<ReliableRef<M>, RemoteError>
+    where
+        M: Serialize + DeserializeOwned + Send + 'static,
+    {
+        check_actor_name(name)?;
+        if self.inner.shared.is_closed() {
+            return Err(RemoteError::Closed);
+        }
+        Ok(ReliableRef::new(Arc::clone(&self.inner), name))
     }
 
     /// Watches the actor exposed under `name` (with [`expose`](Self::expose),
     /// on any node): when it terminates, its node leaves, or its node is
     /// silent for the failure-detector timeout, `make`'s message is told to
     /// `watcher`, once. If no node exposes the name now, at once, with
-    /// [`TerminatedReason::NotFound`].
+    /// [`TerminatedReason::NotFound`](crate::TerminatedReason::NotFound).
     ///
     /// As Akka's watch (seeds, akka-net-supervision): "the message will
     /// be delivered irrespective of the order in which the monitoring
@@ -730,57 +573,13 @@ impl Remote {
         watcher: &ActorRef<N>,
         make: impl FnOnce(RemoteTerminated) -> N + Send + 'static,
     ) -> Result<RemoteWatch, RemoteError> {
-        let shared = Arc::clone(&self.inner.shared);
-        if !is_token(name) {
-            return Err(RemoteError::BadName(name.to_owned()));
-        }
+        let shared = &self.inner.shared;
+        check_actor_name(name)?;
         if shared.is_closed() {
             return Err(RemoteError::Closed);
         }
-        let (id, _) = shared.new_reply_subject();
         let watcher = watcher.clone();
-        lock(&shared.watches).by_id.insert(
-            id,
-            Watch {
-                name: name.to_owned(),
-                node: None,
-                incarnation: None,
-                fire: Box::new(move |t| watcher.tell(make(t))),
-            },
-        );
-        // The where-request goes out through the ordered queue: it reaches
-        // the exposing node before anything this node sends after `watch`
-        // returns (and that node answers it before later messages).
-        let (rid, reply_subject) = shared.new_reply_subject();
-        let resolver = Arc::clone(&shared);
-        shared.put_pending(
-            rid,
-            Pending {
-                deliver: Box::new(move |outcome| {
-                    let outcome = match outcome {
-                        Ok(msg) if msg.status == Some(StatusCode::NO_RESPONDERS) => {
-                            Err(TerminatedReason::NotFound)
-                        }
-                        Ok(msg) if msg.status.is_none() => {
-                            Ok(String::from_utf8_lossy(&msg.payload).into_owned())
-                        }
-                        _ => Err(TerminatedReason::NodeUnreachable),
-                    };
-                    located(&resolver, id, outcome);
-                }),
-                alive: None,
-                deadline: Instant::now().checked_add(shared.settings.failure_detector_timeout),
-            },
-        );
-        shared.send_out(Out::publish(
-            shared.subject("where", name),
-            Some(reply_subject),
-            Bytes::new(),
-        ));
-        Ok(RemoteWatch {
-            shared: Arc::clone(&self.inner.shared),
-            id,
-        })
+        control::watch(shared, name, Box::new(move |t| watcher.tell(make(t))))
     }
 
     /// Puts this node's leaving into the system's coordinated shutdown:
@@ -849,56 +648,6 @@ impl fmt::Debug for Remote {
     }
 }
 
-/// A remote watch; [`unwatch`](Self::unwatch) cancels it. Dropping it
-/// keeps the watch.
-#[derive(Debug)]
-pub struct RemoteWatch {
-    shared: Arc<Shared>,
-    id: u64,
-}
-
-impl fmt::Debug for Shared {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Shared")
-            .field("node", &self.settings.node)
-            .finish()
-    }
-}
-
-impl RemoteWatch {
-    /// Cancels the watch: no Terminated comes from it after this returns.
-    /// Returns `false` if it had already fired.
-    pub fn unwatch(self) -> bool {
-        lock(&self.shared.watches).by_id.remove(&self.id).is_some()
-    }
-}
-
-/// A watch's where-request was answered (with the node) or failed.
-fn located(shared: &Shared, id: u64, outcome: Result<String, TerminatedReason>) {
-    let (fire, stale) = {
-        let mut w = lock(&shared.watches);
-        match outcome {
-            Ok(answer) => {
-                // "<node> <incarnation>"
-                let (node, inc) = answer.split_once(' ').unwrap_or((answer.as_str(), ""));
-                let stale = current_incarnation(&mut w, node, inc, &shared.node_heard);
-                if let Some(watch) = w.by_id.get_mut(&id) {
-                    watch.node = Some(node.to_owned());
-                    watch.incarnation = Some(inc.to_owned());
-                }
-                (None, stale)
-            }
-            Err(reason) => (w.by_id.remove(&id).map(|watch| (watch, reason)), Vec::new()),
-        }
-    };
-    if let Some((watch, reason)) = fire {
-        shared.fire(watch, reason);
-    }
-    for watch in stale {
-        shared.fire(watch, TerminatedReason::NodeUnreachable);
-    }
-}
-
 /// Runs `f` on the remote's runtime; the shutdown task awaits its end.
 fn on_runtime<F>(
     handle: tokio::runtime::Handle,
@@ -947,6 +696,8 @@ async fn drain(shared: Arc<Shared>) -> Result<(), String> {
 async fn leave(shared: Arc<Shared>) -> Result<(), String> {
     // Release: pairs with `is_closed`'s Acquire.
     shared.left.store(true, Ordering::Release);
+    // Senders waiting for room in a reliable buffer find it closed.
+    crate::reliable::wake_all(&shared);
     let names: Vec<String> = lock(&shared.exposed)
         .by_name
         .iter()
@@ -954,19 +705,11 @@ async fn leave(shared: Arc<Shared>) -> Result<(), String> {
         .map(|(n, _)| n.clone())
         .collect();
     for name in names {
-        shared.send_out(Out::publish(
-            shared.subject("terminated", &name),
-            None,
-            Bytes::from(shared.settings.node.clone()),
-        ));
+        shared.send_notice(&format!("terminated.{name}"));
     }
+    shared.send_notice("leave");
     let node = &shared.settings.node;
-    shared.send_out(Out::publish(
-        format!("{}.node.{node}.leave", shared.settings.cluster),
-        None,
-        Bytes::new(),
-    ));
-    flush(&shared).await;
+    flush(&shared, false).await;
     tracing::info!(node = %node, "remote: left the cluster");
     Ok(())
 }
@@ -1007,23 +750,16 @@ async fn close(shared: Arc<Shared>, budget: Option<Duration>) -> Result<(), Stri
         }
         None => wait_for_replies.await,
     }
-    flush(&shared).await;
+    // Everything queued before (the last replies) first.
+    flush(&shared, true).await;
     shared.client.drain().await.map_err(|e| e.to_string())?;
     tracing::info!(node = %shared.settings.node, "remote: connection closed");
     Ok(())
 }
 
-/// Waits until everything queued so far has reached the server (and been
-/// handled there).
-async fn flush(shared: &Shared) {
-    if let Err(e) = shared.round_trip().await {
-        tracing::warn!(error = %e, "remote: flush");
-    }
-}
-
 /// Subscribes to the inbox and the control subjects, announces the node,
 /// starts the outbound, inbox, control and heartbeat tasks.
-async fn start(shared: &Arc<Shared>, out_rx: tmpsc::UnboundedReceiver<Out>) -> Result<(), String> {
+async fn start(shared: &Arc<Shared>, lanes: LaneReceivers) -> Result<(), String> {
     let c = &shared.settings.cluster;
     let client = &shared.client;
     let e = |e: async_nats::SubscribeError| e.to_string();
@@ -1031,254 +767,58 @@ async fn start(shared: &Arc<Shared>, out_rx: tmpsc::UnboundedReceiver<Out>) -> R
         .subscribe(format!("{}.*", shared.inbox))
         .await
         .map_err(e)?;
-    let terminated = client
-        .subscribe(format!("{c}.terminated.*"))
-        .await
-        .map_err(e)?;
-    let heartbeats = client
-        .subscribe(format!("{c}.node.*.hb"))
-        .await
-        .map_err(e)?;
-    let leaves = client
-        .subscribe(format!("{c}.node.*.leave"))
-        .await
-        .map_err(e)?;
-    client
-        .publish(
-            format!("{c}.node.{}.join", shared.settings.node),
-            Bytes::new(),
-        )
-        .await
-        .map_err(|e| e.to_string())?;
-    tokio::spawn(outbound(shared.client.clone(), out_rx));
+    // Every node's notices: join, hb, leave, terminated.<name>.
+    let notices = client.subscribe(format!("{c}.node.>")).await.map_err(e)?;
+    shared.send_notice("join");
+    outbound::run(&shared.client, lanes);
     tokio::spawn(inbox_task(Arc::clone(shared), inbox));
-    tokio::spawn(control(
-        Arc::clone(shared),
-        futures_util::stream::select(futures_util::stream::select(terminated, heartbeats), leaves),
-    ));
-    tokio::spawn(heartbeat(Arc::clone(shared)));
-    tokio::spawn(failure_detector(Arc::clone(shared)));
+    tokio::spawn(control::control(Arc::clone(shared), notices));
+    tokio::spawn(control::heartbeat(Arc::clone(shared)));
+    tokio::spawn(control::failure_detector(Arc::clone(shared)));
     tokio::spawn(expire_pending(Arc::clone(shared)));
     // The control subscriptions are live once this returns.
-    shared.round_trip().await
-}
-
-async fn outbound(client: async_nats::Client, mut rx: tmpsc::UnboundedReceiver<Out>) {
-    while let Some(out) = rx.recv().await {
-        let sent = match out {
-            Out::Publish {
-                subject,
-                reply,
-                headers,
-                payload,
-            } => match (reply, headers) {
-                (None, None) => client.publish(subject, payload).await,
-                (Some(r), None) => client.publish_with_reply(subject, r, payload).await,
-                (None, Some(h)) => client.publish_with_headers(subject, h, payload).await,
-                (Some(r), Some(h)) => {
-                    client
-                        .publish_with_reply_and_headers(subject, r, h, payload)
-                        .await
-                }
-            },
-        };
-        if let Err(e) = sent {
-            tracing::debug!(error = %e, "remote: a publish failed");
-        }
-    }
-}
-
-async fn inbox_task(shared: Arc<Shared>, mut inbox: Subscriber) {
-    let prefix_len = shared.inbox.len() + 1;
-    while let Some(msg) = inbox.next().await {
-        let id = msg
-            .subject
-            .get(prefix_len..)
-            .and_then(|s| s.parse::<u64>().ok());
-        if let Some(pending) = id.and_then(|id| shared.take_pending(id)) {
-            (pending.deliver)(Ok(msg));
-        }
-    }
-}
-
-async fn control(
-    shared: Arc<Shared>,
-    mut messages: impl futures_util::Stream<Item = Message> + Unpin,
-) {
-    let c = &shared.settings.cluster;
-    let terminated = format!("{c}.terminated.");
-    let node_prefix = format!("{c}.node.");
-    while let Some(msg) = messages.next().await {
-        let subject = msg.subject.as_str();
-        if let Some(name) = subject.strip_prefix(&terminated) {
-            // Only watches of the name on that node (or not located yet).
-            let node = String::from_utf8_lossy(&msg.payload);
-            shared.fire_where(TerminatedReason::Stopped, |w| {
-                w.name == name && w.node.as_deref().is_none_or(|n| n == node)
-            });
-        } else if let Some(rest) = subject.strip_prefix(&node_prefix) {
-            if let Some(node) = rest.strip_suffix(".hb") {
-                let inc = String::from_utf8_lossy(&msg.payload);
-                let stale = {
-                    let mut w = lock(&shared.watches);
-                    if w.last_seen.contains_key(node) {
-                        current_incarnation(&mut w, node, &inc, &shared.node_heard)
-                    } else {
-                        Vec::new()
-                    }
-                };
-                for watch in stale {
-                    shared.fire(watch, TerminatedReason::NodeUnreachable);
-                }
-            } else if let Some(node) = rest.strip_suffix(".leave") {
-                shared.fire_where(TerminatedReason::NodeLeft, |w| {
-                    w.node.as_deref() == Some(node)
-                });
-                lock(&shared.watches).last_seen.remove(node);
-            }
-        }
-    }
-}
-
-/// Publishes this node's heartbeat, and sweeps the entries of abandoned
-/// local replies, every heartbeat interval.
-async fn heartbeat(shared: Arc<Shared>) {
-    let every = shared.settings.heartbeat_interval;
-    let subject = format!(
-        "{}.node.{}.hb",
-        shared.settings.cluster, shared.settings.node
-    );
-    let mut tick = tokio::time::interval(every);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tick.tick().await;
-        if !shared.is_closed() {
-            shared.send_out(Out::publish(
-                subject.clone(),
-                None,
-                Bytes::from(shared.inbox.clone()),
-            ));
-        }
-        let abandoned: Vec<Pending> = {
-            let mut p = lock(&shared.pending);
-            let ids: Vec<u64> = p
-                .by_id
-                .iter()
-                .filter(|(_, e)| e.alive.as_ref().is_some_and(|alive| !alive()))
-                .map(|(id, _)| *id)
-                .collect();
-            ids.iter().filter_map(|id| p.remove(*id)).collect()
-        };
-        for pending in abandoned {
-            (pending.deliver)(Err(()));
-        }
-    }
-}
-
-/// The failure detector: a watched node not heard from for
-/// `failure_detector_timeout` is gone, and the watches located on it fire
-/// (`NodeUnreachable`). It sleeps until the earliest node's last-heard +
-/// timeout (a heartbeat moves that later, and it looks again then), so a
-/// node is found gone at its timeout, not at some later tick.
-async fn failure_detector(shared: Arc<Shared>) {
-    let timeout = shared.settings.failure_detector_timeout;
-    loop {
-        let now = Instant::now();
-        let (lost, next) = {
-            let mut w = lock(&shared.watches);
-            let lost: Vec<String> = w
-                .last_seen
-                .iter()
-                .filter(|(_, (_, seen))| now.saturating_duration_since(*seen) >= timeout)
-                .map(|(n, _)| n.clone())
-                .collect();
-            for n in &lost {
-                w.last_seen.remove(n);
-            }
-            let next = w
-                .last_seen
-                .values()
-                .map(|(_, seen)| *seen)
-                .min()
-                .and_then(|seen| seen.checked_add(timeout));
-            (lost, next)
-        };
-        for node in lost {
-            shared.fire_where(TerminatedReason::NodeUnreachable, |w| {
-                w.node.as_deref() == Some(node.as_str())
-            });
-        }
-        match next {
-            Some(at) => {
-                tokio::select! {
-                    () = tokio::time::sleep_until(at.into()) => {}
-                    () = shared.node_heard.notified() => {}
-                }
-            }
-            None => shared.node_heard.notified().await,
-        }
-    }
-}
-
-/// Gives up on the pending entries whose deadline has passed (an ask's
-/// timeout, a where-request's): one task for all of them, asleep until
-/// the earliest deadline. An answered entry takes its deadline with it.
-async fn expire_pending(shared: Arc<Shared>) {
-    loop {
-        let now = Instant::now();
-        let (expired, next) = {
-            let mut table = lock(&shared.pending);
-            let mut expired = Vec::new();
-            while let Some(&(at, id)) = table.deadlines.first() {
-                if at > now {
-                    break;
-                }
-                expired.extend(table.remove(id));
-            }
-            (expired, table.deadlines.first().map(|(at, _)| *at))
-        };
-        for pending in expired {
-            (pending.deliver)(Err(()));
-        }
-        match next {
-            Some(at) => {
-                tokio::select! {
-                    () = tokio::time::sleep_until(at.into()) => {}
-                    () = shared.earlier_deadline.notified() => {}
-                }
-            }
-            None => shared.earlier_deadline.notified().await,
-        }
-    }
+    shared.round_trip(false).await
 }
 
 /// Serves one exposed name: tells each decoded message to the actor,
 /// answers where-requests, ends when the actor terminates (announcing it)
 /// or when drained.
+/// The subscriptions of a plain expose besides its messages' (a group
+/// member has neither: it cannot be watched, nor reached reliably).
+struct Single {
+    /// `C.where.<name>`.
+    where_sub: Subscriber,
+    /// `C.actor.<name>.r`: reliable delivery's messages.
+    reliable: Subscriber,
+}
+
 async fn serve<M>(
     shared: Arc<Shared>,
     name: String,
     actor: ActorRef<M>,
     mut messages: Subscriber,
-    mut where_sub: Option<Subscriber>,
+    single: Option<Single>,
     mut drain_rx: oneshot::Receiver<()>,
 ) where
     M: Serialize + DeserializeOwned + Send + 'static,
 {
     let mut terminated = actor.when_terminated();
     let mut draining = false;
+    let watchable = single.is_some();
+    let (mut where_sub, mut reliable) = match single {
+        Some(s) => (Some(s.where_sub), Some(s.reliable)),
+        None => (None, None),
+    };
+    // Reliable delivery: where each producer sending to this name stands.
+    let mut consumers = Consumers::default();
     loop {
         tokio::select! {
             biased;
             _ = &mut terminated, if !draining => {
                 // Only a plain expose is watchable (a group member's end
                 // is not the name's).
-                if where_sub.is_some() {
-                    shared.send_out(Out::publish(
-                        shared.subject("terminated", &name),
-                        None,
-                        Bytes::from(shared.settings.node.clone()),
-                    ));
+                if watchable {
+                    shared.send_notice(&format!("terminated.{name}"));
                 }
                 break;
             }
@@ -1286,6 +826,9 @@ async fn serve<M>(
                 draining = true;
                 if let Some(w) = where_sub.as_mut() {
                     let _ = w.drain().await;
+                }
+                if let Some(r) = reliable.as_mut() {
+                    let _ = r.drain().await;
                 }
                 if messages.drain().await.is_err() {
                     break;
@@ -1295,24 +838,39 @@ async fn serve<M>(
             // is answered before the message is delivered (the client
             // hands each subscription its messages in the connection's
             // order), so the watcher knows the node first.
-            Some(ask) = next_where(&mut where_sub) => {
+            Some(mut ask) = next_of(&mut where_sub) => {
+                if !shared.open(&mut ask, "where-request") {
+                    continue;
+                }
                 if let Some(reply) = ask.reply {
-                    shared.send_out(Out::publish(
-                        reply.to_string(),
-                        None,
-                        Bytes::from(format!("{} {}", shared.settings.node, shared.inbox)),
-                    ));
+                    shared.send_ordered(shared.out(reply.to_string(), None, &shared.where_answer()));
                 }
             }
             msg = messages.next() => match msg {
                 Some(msg) => deliver(&shared, &name, &actor, msg),
                 None => break,
             },
+            msg = next_of(&mut reliable) => match msg {
+                Some(msg) => {
+                    if deliver_reliable(&shared, &name, &actor, &mut consumers, msg) {
+                        consumers.acknowledge(&shared);
+                    }
+                }
+                // Drained: the messages' subscription ends the task.
+                None => reliable = None,
+            },
+            // Last: confirmations go out once nothing more is ready (and
+            // every `ACK_EVERY` messages, above).
+            () = std::future::ready(()), if consumers.owes() => consumers.acknowledge(&shared),
         }
+    }
+    if consumers.owes() {
+        consumers.acknowledge(&shared);
     }
     // Withdraw the name (dropping the subscriptions unsubscribes).
     drop(messages);
     drop(where_sub);
+    drop(reliable);
     if !draining {
         lock(&shared.exposed).by_name.remove(&name);
     }
@@ -1322,17 +880,22 @@ async fn serve<M>(
     shared.served.notify_waiters();
 }
 
-async fn next_where(sub: &mut Option<Subscriber>) -> Option<Message> {
+async fn next_of(sub: &mut Option<Subscriber>) -> Option<Message> {
     match sub {
         Some(s) => s.next().await,
         None => std::future::pending().await,
     }
 }
 
-fn deliver<M>(shared: &Arc<Shared>, name: &str, actor: &ActorRef<M>, msg: Message)
+fn deliver<M>(shared: &Arc<Shared>, name: &str, actor: &ActorRef<M>, mut msg: Message)
 where
     M: Serialize + DeserializeOwned + Send + 'static,
 {
+    // A message that does not verify is not from a node of the cluster:
+    // dropped and counted (no dead letter, no answer).
+    if !shared.open(&mut msg, "message to an exposed actor") {
+        return;
+    }
     // An asker (the message's reply subject, and any reply decoded from
     // it before the failure) hears the reason from `decode`.
     match decode::<M>(shared, &msg.payload, msg.reply.as_deref()) {
@@ -1349,6 +912,54 @@ where
             );
         }
     }
+}
+
+/// A reliable message: verified, then delivered if it is the next of its
+/// producer (decoded and told, or a dead letter if it does not decode);
+/// dropped if seen or out of order. Returns whether a confirmation is due
+/// now.
+fn deliver_reliable<M>(
+    shared: &Arc<Shared>,
+    name: &str,
+    actor: &ActorRef<M>,
+    consumers: &mut Consumers,
+    mut msg: Message,
+) -> bool
+where
+    M: Serialize + DeserializeOwned + Send + 'static,
+{
+    if !shared.open(&mut msg, "reliable message") {
+        return false;
+    }
+    let Some(ack_to) = msg.reply.as_deref() else {
+        return false;
+    };
+    let Ok((envelope, body)) = postcard::take_from_bytes::<Envelope>(&msg.payload) else {
+        shared.reject(
+            &msg.subject,
+            "reliable message",
+            "its envelope does not decode",
+        );
+        return false;
+    };
+    let (verdict, due) = consumers.receive(&envelope, ack_to);
+    if verdict == Verdict::Deliver {
+        match decode::<M>(shared, body, None) {
+            Ok(m) => actor.tell(m),
+            Err(reason) => {
+                tracing::warn!(name, %reason, "remote: a reliable message could not be decoded");
+                shared.dead_letter(
+                    Some(actor.id()),
+                    UndecodableMessage {
+                        name: name.to_owned(),
+                        reason,
+                        payload: msg.payload.slice_ref(body),
+                    },
+                );
+            }
+        }
+    }
+    due
 }
 
 /// The answer to an ask, as the asker sees it.
@@ -1454,8 +1065,7 @@ mod tests {
         assert!(sys.terminate().wait_timeout(GUARD).is_some());
     }
 
-    /// Each slow-consumer event is one message the client dropped: counted.
-    /// Other events are only logged.
+    /// The close keeps a quarter of its phase, at most 1 s, to flush and close.
     #[test]
     fn the_reply_wait_leaves_time_to_close() {
         let ms = Duration::from_millis;
@@ -1469,21 +1079,5 @@ mod tests {
             Duration::from_secs(59)
         );
         assert_eq!(reply_wait_budget(Duration::ZERO), Duration::ZERO);
-    }
-
-    #[test]
-    fn slow_consumer_events_are_counted_and_nothing_else() {
-        let drops = AtomicU64::new(0);
-        for event in [
-            async_nats::Event::Connected,
-            async_nats::Event::SlowConsumer(3),
-            async_nats::Event::Disconnected,
-            async_nats::Event::SlowConsumer(3),
-            async_nats::Event::SlowConsumer(7),
-            async_nats::Event::Draining,
-        ] {
-            note_event(&drops, &event);
-        }
-        assert_eq!(drops.load(Ordering::Relaxed), 3);
     }
 }

@@ -16,7 +16,8 @@ use tokio::sync::oneshot;
 
 use crate::codec::{encode, RemoteReply};
 use crate::error::{RemoteAskError, RemoteError};
-use crate::remote::{answer, Inner, Pending};
+use crate::remote::{answer, Inner};
+use crate::shared::Pending;
 
 /// A reference to the actor exposed under a name, on whichever node
 /// exposes it: [`tell`](Self::tell) and [`ask`](Self::ask) send over
@@ -68,9 +69,11 @@ impl<M: Serialize + DeserializeOwned + Send + 'static> RemoteRef<M> {
     /// Sends `msg`, at most once, after every message this node sent
     /// before (to any name). Returns once it is queued for the server: an
     /// error here means nothing was sent ([`RemoteError::Encode`],
-    /// [`RemoteError::PayloadTooLarge`], [`RemoteError::Closed`]); `Ok`
-    /// does not mean it arrived (nobody may expose the name, or the
-    /// connection may fail before it is written).
+    /// [`RemoteError::PayloadTooLarge`], [`RemoteError::Closed`], or
+    /// [`RemoteError::OutboundFull`] when the node already holds
+    /// `outbound-capacity` bytes for the server); `Ok` does not mean it
+    /// arrived (nobody may expose the name, or the connection may fail
+    /// before it is written).
     pub fn tell(&self, msg: M) -> Result<(), RemoteError> {
         let shared = &self.inner.shared;
         if shared.is_closed() {
@@ -80,11 +83,12 @@ impl<M: Serialize + DeserializeOwned + Send + 'static> RemoteRef<M> {
         // A local reply inside: the first one's subject is the NATS reply
         // subject too, so a no-responders status reaches (and fails) it.
         let reply = encoded.first_reply_subject(shared);
-        encoded.publish(shared, self.subject.clone(), reply);
-        Ok(())
+        encoded.publish(shared, self.subject.clone(), reply)
     }
 
-    /// Sends `make(reply)` and waits for the reply, up to `timeout`:
+    /// Sends `make(reply)` and waits for the reply, up to `timeout`
+    /// (failing at once, as [`tell`](Self::tell) does, if it cannot be
+    /// sent: `RemoteAskError::Send`):
     /// [`RemoteAskError::NoResponders`] at once if no node exposes the
     /// name, [`RemoteAskError::Timeout`] if no reply comes in time (a later
     /// one is dropped). The returned [`RemoteAsk`] is a future (await it,
@@ -121,10 +125,10 @@ impl<M: Serialize + DeserializeOwned + Send + 'static> RemoteRef<M> {
             },
         );
         let msg = make(RemoteReply::to_subject(reply_subject.clone()));
-        match encode(&shared, &msg) {
-            Ok(encoded) => {
-                encoded.publish(&shared, self.subject.clone(), Some(reply_subject));
-            }
+        match encode(&shared, &msg)
+            .and_then(|encoded| encoded.publish(&shared, self.subject.clone(), Some(reply_subject)))
+        {
+            Ok(()) => {}
             Err(e) => {
                 if let Some(pending) = shared.take_pending(id) {
                     drop(pending);
@@ -178,7 +182,10 @@ impl<M: Serialize + DeserializeOwned + Send + 'static> Actor for Forwarder<M> {
         match encode(shared, &msg) {
             Ok(encoded) => {
                 let reply = encoded.first_reply_subject(shared);
-                encoded.publish(shared, self.remote.subject.clone(), reply);
+                if let Err(e) = encoded.publish(shared, self.remote.subject.clone(), reply) {
+                    tracing::warn!(name = %self.remote.name, error = %e, "remote: message not sent");
+                    shared.dead_letter(Some(ctx.id()), msg);
+                }
             }
             Err(e) => {
                 tracing::warn!(name = %self.remote.name, error = %e, "remote: message not sent");

@@ -1,11 +1,14 @@
 //! [`RemoteSettings`]: where NATS is, which cluster, which node; in code
 //! or from the `[remote]` table of a TOML file.
 
-use std::path::Path;
+use std::fmt;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use proscenium_shutdown::toml_values::{self, invalid};
 pub use proscenium_shutdown::ConfigError;
+
+use crate::auth::{readable, redact_url, NatsAuth, Secret, TlsSettings};
 
 /// How a node joins: the NATS servers to connect to, the cluster (the
 /// subject prefix every node of one application shares) and this node's
@@ -31,7 +34,21 @@ pub use proscenium_shutdown::ConfigError;
 /// assert_eq!(bad.unwrap_err().to_string(), "unknown key `remote.nod`");
 /// # Ok::<(), proscenium_remote::ConfigError>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Credentials and TLS (see [`NatsAuth`], [`TlsSettings`]); secrets never
+/// show in `Debug`, nor in a server URL's userinfo:
+///
+/// ```
+/// use proscenium_remote::RemoteSettings;
+///
+/// let s = RemoteSettings::new("tls://nats.internal:4222", "shop", "node-a")
+///     .user_password("node-a", "s3cret")
+///     .tls_required(true);
+/// assert!(!format!("{s:?}").contains("s3cret"));
+/// let s = RemoteSettings::new("nats://node-a:s3cret@nats.internal:4222", "shop", "node-a");
+/// assert!(!format!("{s:?}").contains("s3cret"));
+/// ```
+#[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RemoteSettings {
     /// NATS server URLs (`nats://host:port`); the client picks one and
@@ -56,6 +73,59 @@ pub struct RemoteSettings {
     /// counts. The buffer grows as it fills, so a large value costs memory
     /// only while a backlog lasts.
     pub subscription_capacity: usize,
+    /// How many bytes of user messages (tells, asks, replies) the node
+    /// may hold on their way to the server (default 64 MiB). While the
+    /// connection is down (or slower than the senders) they wait in this
+    /// queue; past it `tell` and `ask` fail at once with
+    /// [`RemoteError::OutboundFull`](crate::RemoteError::OutboundFull),
+    /// and a reply is dropped (counted by
+    /// [`Remote::dropped_replies`](crate::Remote::dropped_replies)).
+    /// Heartbeats and other control messages have a queue of their own.
+    pub outbound_capacity: usize,
+    /// How many messages of one [`ReliableRef`](crate::ReliableRef) may be
+    /// in flight, unconfirmed (default 8 192). Keep it at most the
+    /// receiving nodes' `subscription-capacity` (default 65 536): then a
+    /// burst never overflows their buffer, and nothing is sent twice.
+    pub reliable_window: usize,
+    /// How long a [`ReliableRef`](crate::ReliableRef) waits for a
+    /// confirmation before it sends the unconfirmed messages again
+    /// (default 1 s).
+    pub reliable_resend_timeout: Duration,
+    /// How this node authenticates to NATS (default: no credentials, or
+    /// those of the server URLs).
+    pub auth: NatsAuth,
+    /// TLS to the NATS server.
+    pub tls: TlsSettings,
+    /// The cluster's shared secret (at least 32 bytes; every node of the
+    /// cluster needs the same): with it, everything a node publishes is
+    /// signed (HMAC-SHA256) and everything it receives must verify, so a
+    /// NATS client without it cannot forge control notices, replies or
+    /// messages (dropped and counted:
+    /// [`Remote::rejected_messages`](crate::Remote::rejected_messages)).
+    /// Default: none (a warning at connect; see
+    /// docs/decisions/0023-remote-security.md for the trust model).
+    pub cluster_key: Option<Secret>,
+}
+
+impl fmt::Debug for RemoteSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let servers: Vec<String> = self.servers.iter().map(|s| redact_url(s)).collect();
+        f.debug_struct("RemoteSettings")
+            .field("servers", &servers)
+            .field("cluster", &self.cluster)
+            .field("node", &self.node)
+            .field("heartbeat_interval", &self.heartbeat_interval)
+            .field("failure_detector_timeout", &self.failure_detector_timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("subscription_capacity", &self.subscription_capacity)
+            .field("outbound_capacity", &self.outbound_capacity)
+            .field("reliable_window", &self.reliable_window)
+            .field("reliable_resend_timeout", &self.reliable_resend_timeout)
+            .field("auth", &self.auth)
+            .field("tls", &self.tls)
+            .field("cluster_key", &self.cluster_key)
+            .finish()
+    }
 }
 
 impl RemoteSettings {
@@ -74,7 +144,74 @@ impl RemoteSettings {
             failure_detector_timeout: Duration::from_secs(5),
             connect_timeout: Duration::from_secs(5),
             subscription_capacity: 65_536,
+            outbound_capacity: 64 << 20,
+            reliable_window: 8192,
+            reliable_resend_timeout: Duration::from_secs(1),
+            auth: NatsAuth::None,
+            tls: TlsSettings::default(),
+            cluster_key: None,
         }
+    }
+
+    /// Sets the cluster key (see [`cluster_key`](Self::cluster_key)).
+    pub fn cluster_key(mut self, key: impl Into<Secret>) -> RemoteSettings {
+        self.cluster_key = Some(key.into());
+        self
+    }
+
+    /// Authenticates with a user and password.
+    pub fn user_password(
+        mut self,
+        user: impl Into<String>,
+        password: impl Into<Secret>,
+    ) -> RemoteSettings {
+        self.auth = NatsAuth::UserPassword {
+            user: user.into(),
+            password: password.into(),
+        };
+        self
+    }
+
+    /// Authenticates with a token.
+    pub fn token(mut self, token: impl Into<Secret>) -> RemoteSettings {
+        self.auth = NatsAuth::Token(token.into());
+        self
+    }
+
+    /// Authenticates with an nkey, given its seed (`SU...`).
+    pub fn nkey_seed(mut self, seed: impl Into<Secret>) -> RemoteSettings {
+        self.auth = NatsAuth::NKey(seed.into());
+        self
+    }
+
+    /// Authenticates with a `.creds` file (user JWT and nkey seed).
+    pub fn credentials_file(mut self, path: impl Into<PathBuf>) -> RemoteSettings {
+        self.auth = NatsAuth::CredentialsFile(path.into());
+        self
+    }
+
+    /// Trusts the CA certificate(s) in this PEM file for the server's
+    /// certificate (instead of the system's roots).
+    pub fn tls_ca_file(mut self, path: impl Into<PathBuf>) -> RemoteSettings {
+        self.tls.ca_file = Some(path.into());
+        self
+    }
+
+    /// Presents this certificate chain and key (PEM files) to a server
+    /// that verifies its clients (mutual TLS).
+    pub fn tls_client_cert(
+        mut self,
+        cert: impl Into<PathBuf>,
+        key: impl Into<PathBuf>,
+    ) -> RemoteSettings {
+        self.tls.client_cert = Some((cert.into(), key.into()));
+        self
+    }
+
+    /// Refuses to connect without TLS.
+    pub fn tls_required(mut self, required: bool) -> RemoteSettings {
+        self.tls.required = required;
+        self
     }
 
     /// Adds a server URL.
@@ -97,6 +234,21 @@ impl RemoteSettings {
         self
     }
 
+    /// Sets how many bytes of user messages may wait for the server (see
+    /// [`outbound_capacity`](Self::outbound_capacity)).
+    pub fn outbound_capacity(mut self, bytes: usize) -> RemoteSettings {
+        self.outbound_capacity = bytes;
+        self
+    }
+
+    /// Sets the window and the resend timeout of reliable delivery (see
+    /// [`reliable_window`](Self::reliable_window)).
+    pub fn reliable(mut self, window: usize, resend_timeout: Duration) -> RemoteSettings {
+        self.reliable_window = window;
+        self.reliable_resend_timeout = resend_timeout;
+        self
+    }
+
     /// Sets how long `connect` tries to reach a server.
     pub fn connect_timeout(mut self, timeout: Duration) -> RemoteSettings {
         self.connect_timeout = timeout;
@@ -106,9 +258,17 @@ impl RemoteSettings {
     /// Reads the `[remote]` table of a TOML document: `servers` (an array
     /// of URLs, or one string), `cluster`, `node` (required),
     /// `heartbeat-interval`, `failure-detector-timeout`, `connect-timeout`,
-    /// `subscription-capacity` (a positive integer) (durations as in every proscenium section: `"500ms"`, `"3 s"`,
+    /// `subscription-capacity` (a positive integer), `outbound-capacity`
+    /// (bytes: an integer or `"64 MiB"`), `reliable-window`,
+    /// `reliable-resend-timeout` (durations as in every proscenium section: `"500ms"`, `"3 s"`,
     /// `"1.5 s"`, `"1 m"`, `"1 h"`, Akka's long unit names, or here also an
-    /// integer of milliseconds). Other tables are left alone; an unknown key or a bad
+    /// integer of milliseconds); credentials, at most one way: `user` with
+    /// `password` (or `password-file`), `token` (or `token-file`),
+    /// `nkey-seed` (or `nkey-seed-file`), `credentials-file`; TLS:
+    /// `tls-ca-file`, `tls-cert-file` with `tls-key-file`, `tls-required`
+    /// (a boolean); `cluster-key` (or `cluster-key-file`), the secret that
+    /// signs the cluster's messages. A `*-file` secret is read when the TOML is, relative
+    /// paths from the working directory. Other tables are left alone; an unknown key or a bad
     /// value is an error naming the key, such as `remote.node`. The result
     /// is [validated](Self::validate): TOML and code refuse the same
     /// settings.
@@ -125,9 +285,27 @@ impl RemoteSettings {
         let mut cluster = None;
         let mut node = None;
         let mut out = RemoteSettings::new("", "", "");
+        let mut auth = AuthKeys::default();
+        let mut tls_cert = None;
+        let mut tls_key = None;
         for (key, value) in section {
             let full = format!("remote.{key}");
             match key.as_str() {
+                "user" => auth.user = Some(string(value, &full)?),
+                "password" | "password-file" => auth.password = secret(value, &full, key)?,
+                "token" | "token-file" => auth.token = secret(value, &full, key)?,
+                "nkey-seed" | "nkey-seed-file" => auth.nkey = secret(value, &full, key)?,
+                "credentials-file" => auth.creds = Some(PathBuf::from(string(value, &full)?)),
+                "tls-ca-file" => out.tls.ca_file = Some(PathBuf::from(string(value, &full)?)),
+                "tls-cert-file" => tls_cert = Some(PathBuf::from(string(value, &full)?)),
+                "tls-key-file" => tls_key = Some(PathBuf::from(string(value, &full)?)),
+                "tls-required" => out.tls.required = toml_values::flag(value, &full)?,
+                "cluster-key" | "cluster-key-file" => {
+                    if out.cluster_key.is_some() {
+                        return Err(invalid(&full, "cluster-key or cluster-key-file, not both"));
+                    }
+                    out.cluster_key = secret(value, &full, key)?;
+                }
                 "servers" => servers = Some(string_list(value, &full)?),
                 "cluster" => cluster = Some(token(value, &full)?),
                 "node" => node = Some(token(value, &full)?),
@@ -139,12 +317,25 @@ impl RemoteSettings {
                 "subscription-capacity" => {
                     out.subscription_capacity = toml_values::positive(value, &full)?
                 }
+                "reliable-window" => out.reliable_window = toml_values::positive(value, &full)?,
+                "reliable-resend-timeout" => out.reliable_resend_timeout = duration(value, &full)?,
+                "outbound-capacity" => {
+                    out.outbound_capacity =
+                        toml_values::byte_size(value).ok_or_else(|| invalid(&full, BYTES))?
+                }
                 _ => return Err(ConfigError::UnknownKey { key: full }),
             }
         }
         out.servers = servers.ok_or_else(|| missing("remote.servers"))?;
         out.cluster = cluster.ok_or_else(|| missing("remote.cluster"))?;
         out.node = node.ok_or_else(|| missing("remote.node"))?;
+        out.auth = auth.into_auth()?;
+        out.tls.client_cert = match (tls_cert, tls_key) {
+            (Some(cert), Some(key)) => Some((cert, key)),
+            (None, None) => None,
+            (Some(_), None) => return Err(missing_with("remote.tls-key-file", "tls-cert-file")),
+            (None, Some(_)) => return Err(missing_with("remote.tls-cert-file", "tls-key-file")),
+        };
         // What code would refuse at `connect`, TOML refuses when read.
         out.validate()?;
         Ok(out)
@@ -162,9 +353,12 @@ impl RemoteSettings {
 
     /// Checks the names and the timing (`connect` and
     /// [`from_toml_str`](Self::from_toml_str) call it): at least one
-    /// server, `cluster` and `node` subject tokens, positive
+    /// server, `cluster` and `node` subject tokens of at most
+    /// [`MAX_NODE_NAME_LEN`] bytes, positive
     /// `heartbeat-interval`, `connect-timeout` and `subscription-capacity`,
-    /// and a `failure-detector-timeout` longer than the heartbeat interval.
+    /// a `failure-detector-timeout` longer than the heartbeat interval,
+    /// credentials that can be used (a user name, a token, a well-formed
+    /// nkey seed, a readable credentials file) and readable TLS files.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.servers.is_empty() {
             return Err(invalid("remote.servers", "at least one server URL"));
@@ -183,34 +377,182 @@ impl RemoteSettings {
                 "a positive integer",
             ));
         }
+        if self.reliable_window == 0 {
+            return Err(invalid("remote.reliable-window", "a positive integer"));
+        }
+        if self.reliable_resend_timeout.is_zero() {
+            return Err(invalid(
+                "remote.reliable-resend-timeout",
+                "a positive duration",
+            ));
+        }
+        if self.outbound_capacity == 0 {
+            return Err(invalid("remote.outbound-capacity", BYTES));
+        }
         if self.failure_detector_timeout <= self.heartbeat_interval {
             return Err(invalid(
                 "remote.failure-detector-timeout",
                 "a duration longer than heartbeat-interval",
             ));
         }
+        match &self.auth {
+            NatsAuth::UserPassword { user, .. } if user.is_empty() => {
+                return Err(invalid("remote.user", "a non-empty user name"));
+            }
+            NatsAuth::Token(t) if t.reveal().is_empty() => {
+                return Err(invalid("remote.token", "a non-empty token"));
+            }
+            NatsAuth::NKey(seed) if nkeys::KeyPair::from_seed(seed.reveal()).is_err() => {
+                // Never the seed itself in the message.
+                return Err(invalid(
+                    "remote.nkey-seed",
+                    "an nkey seed (58 characters, `SU...` for a user)",
+                ));
+            }
+            NatsAuth::CredentialsFile(path) => readable(path, "remote.credentials-file")?,
+            _ => {}
+        }
+        self.tls.validate()?;
+        if let Some(key) = &self.cluster_key {
+            if key.reveal().len() < crate::sign::MIN_KEY_LEN {
+                return Err(invalid(
+                    "remote.cluster-key",
+                    "a secret of at least 32 bytes (such as `openssl rand -base64 32`)",
+                ));
+            }
+        }
         Ok(())
     }
 }
 
-/// Whether `name` can be one token of a NATS subject: not empty, none of
-/// `.`, `*`, `>` or whitespace.
-pub(crate) fn is_token(name: &str) -> bool {
-    !name.is_empty()
-        && !name
+/// The `[remote]` keys of the credentials, gathered before they are
+/// checked together: one method at most.
+#[derive(Default)]
+struct AuthKeys {
+    user: Option<String>,
+    password: Option<Secret>,
+    token: Option<Secret>,
+    nkey: Option<Secret>,
+    creds: Option<PathBuf>,
+}
+
+impl AuthKeys {
+    fn into_auth(self) -> Result<NatsAuth, ConfigError> {
+        const ONE: &str = "one way to authenticate: user and password, token, nkey-seed or \
+                           credentials-file, not two";
+        let mut methods = Vec::new();
+        let user = match (self.user, self.password) {
+            (Some(user), Some(password)) => Some(NatsAuth::UserPassword { user, password }),
+            (None, None) => None,
+            (Some(_), None) => return Err(missing_with("remote.password", "user")),
+            (None, Some(_)) => return Err(missing_with("remote.user", "password")),
+        };
+        methods.extend(user.map(|a| ("remote.user", a)));
+        methods.extend(self.token.map(|t| ("remote.token", NatsAuth::Token(t))));
+        methods.extend(self.nkey.map(|n| ("remote.nkey-seed", NatsAuth::NKey(n))));
+        methods.extend(
+            self.creds
+                .map(|c| ("remote.credentials-file", NatsAuth::CredentialsFile(c))),
+        );
+        match methods.len() {
+            0 => Ok(NatsAuth::None),
+            1 => Ok(methods.remove(0).1),
+            _ => Err(invalid(methods[1].0, ONE)),
+        }
+    }
+}
+
+/// `key` is required because `with` is set.
+fn missing_with(key: &str, with: &str) -> ConfigError {
+    ConfigError::InvalidValue {
+        key: key.to_owned(),
+        message: format!("required with `{with}`"),
+    }
+}
+
+fn string(value: &toml::Value, key: &str) -> Result<String, ConfigError> {
+    value
+        .as_str()
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .ok_or_else(|| invalid(key, "a non-empty string"))
+}
+
+/// A secret given inline (`name`) or in a file (`name-file`, read now):
+/// `Some`, or an error naming `full` (never showing the value).
+fn secret(value: &toml::Value, full: &str, name: &str) -> Result<Option<Secret>, ConfigError> {
+    let text = string(value, full)?;
+    if name.ends_with("-file") {
+        Secret::from_file(&text)
+            .map(Some)
+            .map_err(|e| invalid(full, &format!("a readable file (`{text}`: {e})")))
+    } else {
+        Ok(Some(Secret::new(text)))
+    }
+}
+
+/// The longest name [`Remote::expose`](crate::Remote::expose),
+/// [`Remote::actor_ref`](crate::Remote::actor_ref) and
+/// [`Remote::watch`](crate::Remote::watch) accept, in bytes (UTF-8).
+///
+/// A name goes into the subjects of every operation on it, twice into a
+/// group's subscription (subject and queue group): with the longest
+/// cluster name, the longest protocol line this crate writes stays far
+/// below nats-server's default `max_control_line` of 4 KiB (a server that
+/// gets a longer one closes the connection).
+pub const MAX_NAME_LEN: usize = 256;
+
+/// The longest cluster or node name, in bytes (`remote.cluster`,
+/// `remote.node`).
+pub const MAX_NODE_NAME_LEN: usize = 64;
+
+/// What is wrong with a name, if anything: see [`check_name`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NameProblem {
+    /// Empty, or a character a subject token cannot hold.
+    BadCharacters,
+    /// Longer than the limit (its length in bytes).
+    TooLong(usize),
+}
+
+/// Checks that `name` can be one token of a NATS subject of this crate:
+/// 1 to `max` bytes, none of `.`, `*`, `>`, whitespace or control
+/// characters (a control character can end a protocol line).
+pub(crate) fn check_name(name: &str, max: usize) -> Result<(), NameProblem> {
+    // Length first: a huge name is refused without scanning it all.
+    if name.len() > max {
+        return Err(NameProblem::TooLong(name.len()));
+    }
+    if name.is_empty()
+        || name
             .chars()
-            .any(|c| c == '.' || c == '*' || c == '>' || c.is_whitespace())
+            .any(|c| c == '.' || c == '*' || c == '>' || c.is_whitespace() || c.is_control())
+    {
+        return Err(NameProblem::BadCharacters);
+    }
+    Ok(())
+}
+
+/// [`check_name`] for a name of an actor, as a [`RemoteError`](crate::RemoteError).
+pub(crate) fn check_actor_name(name: &str) -> Result<(), crate::RemoteError> {
+    check_name(name, MAX_NAME_LEN).map_err(|problem| match problem {
+        NameProblem::TooLong(len) => crate::RemoteError::NameTooLong {
+            len,
+            max: MAX_NAME_LEN,
+        },
+        NameProblem::BadCharacters => crate::RemoteError::BadName(name.to_owned()),
+    })
 }
 
 fn check_token(name: &str, key: &str) -> Result<(), ConfigError> {
-    if is_token(name) {
-        Ok(())
-    } else {
-        Err(invalid(key, TOKEN))
-    }
+    check_name(name, MAX_NODE_NAME_LEN).map_err(|_| invalid(key, TOKEN))
 }
 
-const TOKEN: &str = "a non-empty name without '.', '*', '>' or whitespace";
+const BYTES: &str =
+    "a positive size in bytes: an integer, or a string such as \"64 MiB\" (B, KiB, MiB, GiB)";
+
+const TOKEN: &str =
+    "a name of 1 to 64 bytes without '.', '*', '>', whitespace or control characters";
 
 fn missing(key: &str) -> ConfigError {
     ConfigError::InvalidValue {
@@ -221,7 +563,7 @@ fn missing(key: &str) -> ConfigError {
 
 fn token(value: &toml::Value, key: &str) -> Result<String, ConfigError> {
     match value.as_str() {
-        Some(s) if is_token(s) => Ok(s.to_owned()),
+        Some(s) if check_name(s, MAX_NODE_NAME_LEN).is_ok() => Ok(s.to_owned()),
         _ => Err(invalid(key, TOKEN)),
     }
 }
@@ -279,6 +621,12 @@ mod tests {
             ("cluster = \"a.b\"", "remote.cluster"),
             ("node = \"\"", "remote.node"),
             ("node = \"a b\"", "remote.node"),
+            ("node = \"a\\u0000b\"", "remote.node"),
+            (
+                "node = \"nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn\"",
+                "remote.node",
+            ),
+            ("cluster = \"c\\u007f\"", "remote.cluster"),
             (
                 "heartbeat-interval = \"1 fortnight\"",
                 "remote.heartbeat-interval",
@@ -290,6 +638,13 @@ mod tests {
             ),
             ("connect-timeout = \"0s\"", "remote.connect-timeout"),
             ("subscription-capacity = 0", "remote.subscription-capacity"),
+            ("outbound-capacity = 0", "remote.outbound-capacity"),
+            ("reliable-window = 0", "remote.reliable-window"),
+            (
+                "reliable-resend-timeout = 0",
+                "remote.reliable-resend-timeout",
+            ),
+            ("outbound-capacity = \"8 MB\"", "remote.outbound-capacity"),
             (
                 "subscription-capacity = \"many\"",
                 "remote.subscription-capacity",
@@ -311,6 +666,75 @@ mod tests {
     }
 
     #[test]
+    fn credentials_and_tls_keys_are_read_and_checked() {
+        let read = |extra: &str| RemoteSettings::from_toml_str(&format!("{BASE}{extra}"));
+        let s = read("user = \"u\"\npassword = \"pw-1\"").expect("valid");
+        assert_eq!(
+            s.auth,
+            NatsAuth::UserPassword {
+                user: "u".into(),
+                password: Secret::new("pw-1")
+            }
+        );
+        assert!(!format!("{s:?}").contains("pw-1"), "{s:?}");
+        let s = read("token = \"tok\"").expect("valid");
+        assert_eq!(s.auth, NatsAuth::Token(Secret::new("tok")));
+        let s = read("tls-required = true").expect("valid");
+        assert!(s.tls.required);
+        let dir = std::env::temp_dir().join(format!("proscenium-settings-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let file = dir.join("token");
+        std::fs::write(&file, "from-file\n").expect("write");
+        let s = read(&format!("token-file = \"{}\"", file.display())).expect("valid");
+        assert_eq!(s.auth, NatsAuth::Token(Secret::new("from-file")));
+        let s = read(&format!(
+            "tls-ca-file = \"{0}\"\ntls-cert-file = \"{0}\"\ntls-key-file = \"{0}\"",
+            file.display()
+        ))
+        .expect("valid");
+        assert_eq!(s.tls.client_cert, Some((file.clone(), file.clone())));
+        let cases = [
+            ("user = \"u\"", "remote.password"),
+            ("password = \"p\"", "remote.user"),
+            (
+                "token = \"t\"\nuser = \"u\"\npassword = \"p\"",
+                "remote.token",
+            ),
+            ("token = \"t\"\nnkey-seed = \"SU\"", "remote.nkey-seed"),
+            ("nkey-seed = \"SUAnotaseed\"", "remote.nkey-seed"),
+            ("token = \"\"", "remote.token"),
+            (
+                "token-file = \"/nonexistent/proscenium\"",
+                "remote.token-file",
+            ),
+            (
+                "credentials-file = \"/nonexistent/x.creds\"",
+                "remote.credentials-file",
+            ),
+            (
+                "tls-ca-file = \"/nonexistent/ca.pem\"",
+                "remote.tls-ca-file",
+            ),
+            (
+                "tls-cert-file = \"/nonexistent/c.pem\"",
+                "remote.tls-key-file",
+            ),
+            (
+                "tls-key-file = \"/nonexistent/k.pem\"",
+                "remote.tls-cert-file",
+            ),
+            ("tls-required = \"yes\"", "remote.tls-required"),
+        ];
+        for (extra, key) in cases {
+            let err = read(extra).expect_err(extra);
+            // A secret never shows in the message.
+            assert!(!err.to_string().contains("SUAnotaseed"), "{err}");
+            assert_eq!(key_of(err), key, "{extra}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn required_keys_are_named() {
         for key in ["servers", "cluster", "node"] {
             let text: String = BASE
@@ -325,19 +749,47 @@ mod tests {
         assert_eq!(key_of(err), "remote");
     }
 
-    /// The README's `[remote]` example ("More than one machine") parses
-    /// and shows every key.
+    /// The README's `[remote]` examples ("More than one machine") parse
+    /// and show every key between them (the files they name replaced by
+    /// files that exist here; an alternative way to authenticate may be
+    /// shown commented out, as only one may be set).
     #[test]
-    fn the_readme_example_parses_and_shows_every_key() {
+    fn the_readme_examples_parse_and_show_every_key() {
         let readme = include_str!("../../README.md");
-        let block = readme
+        let blocks: Vec<&str> = readme
             .split("```toml\n")
             .skip(1)
             .filter_map(|rest| rest.split("```").next())
-            .find(|b| b.starts_with("[remote]"))
-            .expect("a ```toml block with [remote] in the README");
-        let s = RemoteSettings::from_toml_str(block).expect("the README's example is valid");
-        assert_eq!(s.cluster, "shop");
+            .filter(|b| b.starts_with("[remote]"))
+            .collect();
+        assert!(
+            blocks.len() >= 2,
+            "two ```toml blocks with [remote] in the README"
+        );
+        let dir = std::env::temp_dir().join(format!("proscenium-readme-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let file = dir.join("any");
+        std::fs::write(&file, "secret-from-a-file-of-32-bytes-or-more\n").expect("write");
+        for block in &blocks {
+            let text: String = block
+                .lines()
+                .map(|l| match l.split_once(" = ") {
+                    Some((key, _)) if key.ends_with("-file") => {
+                        format!("{key} = \"{}\"\n", file.display())
+                    }
+                    _ => format!("{l}\n"),
+                })
+                .collect();
+            let s = RemoteSettings::from_toml_str(&text).expect("the README's example is valid");
+            assert_eq!(s.cluster, "shop");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        let shown = |key: &str| {
+            blocks
+                .iter()
+                .flat_map(|b| b.lines())
+                .any(|l| l.starts_with(&format!("{key} =")) || l.starts_with(&format!("# {key} =")))
+        };
         for key in [
             "servers",
             "cluster",
@@ -346,10 +798,23 @@ mod tests {
             "failure-detector-timeout",
             "connect-timeout",
             "subscription-capacity",
+            "outbound-capacity",
+            "reliable-window",
+            "reliable-resend-timeout",
+            "user",
+            "password-file",
+            "token-file",
+            "nkey-seed-file",
+            "credentials-file",
+            "tls-ca-file",
+            "tls-cert-file",
+            "tls-key-file",
+            "tls-required",
+            "cluster-key-file",
         ] {
             assert!(
-                block.lines().any(|l| l.starts_with(&format!("{key} ="))),
-                "the README's [remote] example does not show `{key}`"
+                shown(key),
+                "the README's [remote] examples do not show `{key}`"
             );
         }
     }

@@ -50,11 +50,21 @@ struct Node {
 
 impl Node {
     fn start(url: &str, name: &str, timing: Option<(u64, u64)>) -> Node {
-        let mut cmd = Command::new(node_binary());
-        cmd.args([url, "p", name]);
+        let mut args = vec![url.to_owned(), "p".to_owned(), name.to_owned()];
         if let Some((hb, fd)) = timing {
-            cmd.args([hb.to_string(), fd.to_string()]);
+            args.extend([hb.to_string(), fd.to_string()]);
         }
+        Node::start_with_args(&args)
+    }
+
+    /// The node with the settings of a `[remote]` TOML file.
+    fn start_with_config(path: &std::path::Path) -> Node {
+        Node::start_with_args(&["--config".to_owned(), path.display().to_string()])
+    }
+
+    fn start_with_args(args: &[String]) -> Node {
+        let mut cmd = Command::new(node_binary());
+        cmd.args(args);
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -207,6 +217,27 @@ fn a_talk_to_a_missing_peer_says_what_happened() {
     assert_eq!(a.expect_line("got"), "got 100");
     a.send("exit");
     assert!(a.wait_exit());
+}
+
+/// The example node, with its settings from TOML (an nkey seed in a file,
+/// mutual TLS with its own CA, the cluster key in a file), against the
+/// trust model's example server configuration: two nodes tell and ask
+/// each other.
+#[test]
+fn the_example_node_connects_with_credentials_and_tls() {
+    require_nats!();
+    let shop = support::shop::shop();
+    let mut a = Node::start_with_config(&shop.node_toml("a"));
+    let mut b = Node::start_with_config(&shop.node_toml("b"));
+    a.send("talk b");
+    b.send("talk a");
+    assert_eq!(a.expect_line("got"), "got 100");
+    assert_eq!(b.expect_line("got"), "got 100");
+    a.send("exit");
+    b.send("exit");
+    assert_eq!(a.expect_line("terminated"), "terminated clean=true");
+    assert_eq!(b.expect_line("terminated"), "terminated clean=true");
+    assert!(a.wait_exit() && b.wait_exit());
 }
 
 #[test]

@@ -10,7 +10,7 @@ use proscenium::prelude::*;
 use proscenium::testkit::{EventProbe, TestProbe};
 use proscenium_remote::{
     Remote, RemoteAskError, RemoteError, RemoteReply, RemoteSettings, RemoteTerminated,
-    TerminatedReason, UndecodableMessage,
+    TerminatedReason, UndecodableMessage, MAX_NAME_LEN,
 };
 use support::{require_nats, system, Cmd, Counter, NatsServer, GUARD};
 
@@ -105,7 +105,8 @@ fn connect_errors_are_typed() {
         .expect_err("bad node name");
     assert_eq!(
         err.to_string(),
-        "`remote.node`: expected a non-empty name without '.', '*', '>' or whitespace"
+        "`remote.node`: expected a name of 1 to 64 bytes without '.', '*', '>', whitespace or \
+         control characters"
     );
     let err =
         Remote::connect(&sys, RemoteSettings::new("nats://[::1", "t", "x")).expect_err("bad URL");
@@ -284,6 +285,62 @@ fn a_group_spreads_over_nodes() {
         p.a.expose(&w_a, "bad.name"),
         Err(RemoteError::BadName("bad.name".into()))
     );
+    p.finish();
+}
+
+/// Issue 25, item 5: a 5,000-byte name (a subject token by the old
+/// check) was subscribed anyway: the server closed the connection over its
+/// control-line limit, every reconnect sent the subscription again, every
+/// name of the node was unreachable for `connect_timeout`, then `expose`
+/// returned a misleading NATS error; `actor_ref` took it, and a tell to it
+/// returned Ok and was lost. Now every entry point refuses it at once,
+/// typed, before anything reaches the server.
+#[test]
+fn a_name_over_the_limit_is_refused_before_anything_reaches_the_server() {
+    require_nats!();
+    let server = NatsServer::start();
+    let p = pair(&server);
+    let long = "n".repeat(5_000);
+    let too_long = Err(RemoteError::NameTooLong {
+        len: 5_000,
+        max: MAX_NAME_LEN,
+    });
+    let other = p.sys_a.spawn(Counter::props("a"), "other").expect("spawn");
+    assert_eq!(p.a.expose(&other, &long), too_long);
+    assert_eq!(p.a.expose_group(&other, &long), too_long);
+    assert_eq!(p.b.actor_ref::<Cmd>(&long).map(|_| ()), too_long);
+    let probe = TestProbe::<RemoteTerminated>::new(&p.sys_b);
+    assert_eq!(
+        p.b.watch(&long, &probe.actor_ref(), |t| t).map(|_| ()),
+        too_long
+    );
+    // One byte over the limit too; a control character is no name either.
+    let over = "n".repeat(MAX_NAME_LEN + 1);
+    assert_eq!(
+        p.a.expose(&other, &over),
+        Err(RemoteError::NameTooLong {
+            len: MAX_NAME_LEN + 1,
+            max: MAX_NAME_LEN
+        })
+    );
+    assert_eq!(
+        p.a.expose(&other, "a\u{7}b"),
+        Err(RemoteError::BadName("a\u{7}b".into()))
+    );
+    // The connection was never broken: the node's names answer at once,
+    // and a name at the limit works, as an exposed name and as a group.
+    let counter = p.b.actor_ref::<Cmd>("counter").expect("ref");
+    assert_eq!(counter.ask(Cmd::Get, GUARD).wait(), Ok(0));
+    let at_limit = "n".repeat(MAX_NAME_LEN);
+    p.a.expose(&other, &at_limit).expect("a name at the limit");
+    other.tell(Cmd::Add(5));
+    let far = p.b.actor_ref::<Cmd>(&at_limit).expect("ref");
+    assert_eq!(far.ask(Cmd::Get, GUARD).wait(), Ok(5));
+    let group = "g".repeat(MAX_NAME_LEN);
+    p.a.expose_group(&other, &group)
+        .expect("a group at the limit");
+    let far = p.b.actor_ref::<Cmd>(&group).expect("ref");
+    assert_eq!(far.ask(Cmd::Get, GUARD).wait(), Ok(5));
     p.finish();
 }
 

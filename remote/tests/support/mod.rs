@@ -2,6 +2,9 @@
 //! shared by the tests.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod pki;
+pub mod shop;
+
 use std::io::{BufRead, BufReader};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
@@ -85,71 +88,194 @@ pub fn free_port() -> u16 {
         .expect("a free loopback port")
 }
 
+/// How to start a nats-server beyond the port: command-line arguments and
+/// a configuration file's text (written to the server's own directory,
+/// and read with `-c`; the command line overrides it).
+#[derive(Debug, Clone, Default)]
+pub struct ServerOptions {
+    pub args: Vec<String>,
+    pub config: Option<String>,
+    /// Environment variables for the server (a config file can read
+    /// them as `$NAME`).
+    pub env: Vec<(String, String)>,
+}
+
+impl ServerOptions {
+    pub fn args(args: &[&str]) -> ServerOptions {
+        ServerOptions {
+            args: args.iter().map(|a| (*a).to_owned()).collect(),
+            ..ServerOptions::default()
+        }
+    }
+
+    pub fn config(text: impl Into<String>) -> ServerOptions {
+        ServerOptions {
+            config: Some(text.into()),
+            ..ServerOptions::default()
+        }
+    }
+}
+
+/// A directory of its own under the system's temporary directory,
+/// removed on drop.
+#[derive(Debug)]
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    pub fn new(what: &str) -> TempDir {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        // Relaxed: only uniqueness matters.
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let dir = std::env::temp_dir().join(format!(
+            "proscenium-remote-{what}-{}-{n}-{nanos}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir).expect("a temporary directory");
+        TempDir(dir)
+    }
+
+    pub fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+
+    /// Writes `name` in this directory; returns its path.
+    pub fn write(&self, name: &str, contents: impl AsRef<[u8]>) -> PathBuf {
+        let path = self.0.join(name);
+        std::fs::write(&path, contents).expect("write a temporary file");
+        path
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// A nats-server child process, killed on drop.
 pub struct NatsServer {
-    child: Child,
+    child: Option<Child>,
     pub port: u16,
     pub cluster_port: Option<u16>,
     /// The server's log lines (stderr), as they come.
     pub log: mpsc::Receiver<String>,
+    options: ServerOptions,
+    route: Option<u16>,
+    dir: TempDir,
 }
 
 impl NatsServer {
     /// A lone server on a free loopback port; returns once it accepts.
     pub fn start() -> NatsServer {
-        NatsServer::start_with(false, None)
+        NatsServer::start_with(false, None, ServerOptions::default())
+    }
+
+    /// A lone server started with `options`.
+    pub fn start_with_options(options: ServerOptions) -> NatsServer {
+        NatsServer::start_with(false, None, options)
     }
 
     /// A server that is part of a NATS cluster named `test`, routed to
     /// `route` (another server's cluster port) if given.
     pub fn start_routed(route: Option<u16>) -> NatsServer {
-        NatsServer::start_with(true, route)
+        NatsServer::start_with(true, route, ServerOptions::default())
     }
 
-    fn start_with(clustered: bool, route: Option<u16>) -> NatsServer {
-        let binary = nats_server_binary().expect("require_nats! first");
+    fn start_with(clustered: bool, route: Option<u16>, options: ServerOptions) -> NatsServer {
         // A port found free can be taken before the server binds it: try again.
         for _ in 0..5 {
             let port = free_port();
             let cluster_port = clustered.then(free_port);
-            let mut cmd = Command::new(&binary);
-            cmd.args(["-p", &port.to_string(), "-a", "127.0.0.1"]);
-            if let Some(cp) = cluster_port {
-                cmd.args(["--cluster_name", "test", "--cluster"])
-                    .arg(format!("nats://127.0.0.1:{cp}"));
-            }
-            if let Some(r) = route {
-                cmd.arg("--routes").arg(format!("nats://127.0.0.1:{r}"));
-            }
-            let mut child = cmd
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .spawn()
-                .expect("start nats-server");
-            let stderr = child.stderr.take().expect("piped stderr");
-            let (tx, log) = mpsc::channel();
-            std::thread::spawn(move || {
-                for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                    if tx.send(line).is_err() {
-                        // Nobody listens any more; keep draining the pipe.
-                        continue;
-                    }
-                }
-            });
             let mut server = NatsServer {
-                child,
+                child: None,
                 port,
                 cluster_port,
-                log,
+                log: mpsc::channel().1,
+                options: options.clone(),
+                route,
+                dir: TempDir::new("nats"),
             };
-            if server.wait_for_log("Server is ready").is_some()
-                && TcpStream::connect(("127.0.0.1", port)).is_ok()
-            {
+            if server.spawn() {
                 return server;
             }
-            let _ = server.child.kill();
         }
         panic!("nats-server did not start on a free port in 5 tries");
+    }
+
+    /// Starts the process on this server's ports; `true` once it accepts.
+    fn spawn(&mut self) -> bool {
+        let binary = nats_server_binary().expect("require_nats! first");
+        let mut cmd = Command::new(&binary);
+        if let Some(text) = &self.options.config {
+            let conf = self.dir.write("nats.conf", text);
+            cmd.arg("-c").arg(conf);
+        }
+        cmd.args(["-p", &self.port.to_string(), "-a", "127.0.0.1"]);
+        if let Some(cp) = self.cluster_port {
+            cmd.args(["--cluster_name", "test", "--cluster"])
+                .arg(format!("nats://127.0.0.1:{cp}"));
+        }
+        if let Some(r) = self.route {
+            cmd.arg("--routes").arg(format!("nats://127.0.0.1:{r}"));
+        }
+        cmd.args(&self.options.args);
+        for (k, v) in &self.options.env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start nats-server");
+        let stderr = child.stderr.take().expect("piped stderr");
+        let (tx, log) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    // Nobody listens any more; keep draining the pipe.
+                    continue;
+                }
+            }
+        });
+        self.child = Some(child);
+        self.log = log;
+        if self.wait_for_log("Server is ready").is_some()
+            && TcpStream::connect(("127.0.0.1", self.port)).is_ok()
+        {
+            return true;
+        }
+        self.kill();
+        false
+    }
+
+    /// Kills the server (SIGKILL) and waits for it: an outage.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts the server again after [`kill`](Self::kill), on the same
+    /// port with the same options (clients reconnect to it).
+    pub fn start_again(&mut self) {
+        assert!(self.child.is_none(), "kill it first");
+        // The port was ours a moment ago; another process may take it in
+        // between, which a test cannot prevent: say so.
+        assert!(
+            self.spawn() || self.spawn(),
+            "nats-server did not start again on port {}",
+            self.port
+        );
+    }
+
+    /// This server's directory (its config file, and the tests' files).
+    pub fn dir(&self) -> &TempDir {
+        &self.dir
     }
 
     pub fn url(&self) -> String {
@@ -173,8 +299,7 @@ impl NatsServer {
 
 impl Drop for NatsServer {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.kill();
     }
 }
 
@@ -199,6 +324,8 @@ pub enum Cmd {
     /// Answered after this many milliseconds, from another thread (slow
     /// work that does not hold the actor).
     Later(u64, RemoteReply<u64>),
+    /// Answers every held reply (`Hold`) with the count.
+    Release,
 }
 
 pub struct Counter {
@@ -233,6 +360,11 @@ impl Actor for Counter {
             Cmd::Stop => ctx.stop_self(),
             Cmd::Blob(b) => self.n += b.len() as u64,
             Cmd::Who(r) => r.send(self.who.clone()),
+            Cmd::Release => {
+                for r in self.held.drain(..) {
+                    r.send(self.n);
+                }
+            }
             Cmd::Later(ms, r) => {
                 let n = self.n;
                 std::thread::spawn(move || {
@@ -242,6 +374,21 @@ impl Actor for Counter {
             }
         }
         Ok(())
+    }
+}
+
+/// Waits until `ready` holds (it is an observable count or state that
+/// the code under test moves), looking every few milliseconds; fails the
+/// test after the guard. A wait for an event that has no hook of its own,
+/// never a sleep in place of one.
+pub fn eventually(what: &str, mut ready: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + GUARD;
+    while !ready() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what}: not within {GUARD:?}"
+        );
+        std::thread::sleep(Duration::from_millis(2));
     }
 }
 
