@@ -449,6 +449,16 @@ impl<A: Actor> Driver<A> {
     /// Restart, steps 4 to 7: new instance, `post_restart`, restart the
     /// surviving children, resume.
     fn finish_recreate(&mut self, failure: Option<Failure>) {
+        // Step 6 restarts "all children which were not killed in step 3":
+        // the children there are now, before the new instance runs. One
+        // that `post_restart` (or the `pre_start` it calls) creates is not
+        // a survivor: it starts once and is not restarted (Akka's
+        // `finishRecreate` takes `val survivors = children` first too).
+        // None of them is stopping: `restart_progress` waited for those.
+        let survivors: Vec<ActorId> = match failure {
+            Some(_) => self.cell().core().children().ids().cloned().collect(),
+            None => Vec::new(),
+        };
         // SAFETY: we hold the run.
         unsafe { self.cell().mailbox.resume() };
         self.failed = false;
@@ -468,14 +478,14 @@ impl<A: Actor> Driver<A> {
         };
         publish_lifecycle(self.actor_system(), || self.me(), kind);
         if let Some(failure) = failure {
-            let survivors: Vec<ActorId> = self
-                .cell()
-                .core()
-                .children()
-                .iter()
-                .filter(|(_, r)| !r.stopping())
-                .map(|(id, _)| id.clone())
-                .collect();
+            // Less any survivor the new instance has stopped meanwhile.
+            let survivors: Vec<ActorId> = {
+                let children = self.cell().core().children();
+                survivors
+                    .into_iter()
+                    .filter(|c| children.get(c).is_some_and(|r| !r.stopping()))
+                    .collect()
+            };
             for child in survivors {
                 child.send_system(SystemMsg::Recreate(failure.clone()));
             }
