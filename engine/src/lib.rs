@@ -245,7 +245,7 @@ pub use crate::supervision::strategy::{
 pub use crate::observe::dead_letters::{DeadLetter, Kill, PoisonPill};
 pub use crate::observe::event_stream::{EventStream, Subscription};
 pub use crate::observe::events::{
-    LifecycleEvent, LifecycleKind, SupervisionEvent, UnhandledMessage,
+    LifecycleEvent, LifecycleKind, SupervisionEvent, SupervisionReason, UnhandledMessage,
 };
 // Patterns: backoff, routers, stash, timers.
 pub use crate::patterns::backoff::{
@@ -291,6 +291,7 @@ pub mod prelude {
     // monitor subscribes to, and the subscription to cancel.
     pub use crate::{
         default_decider, LifecycleEvent, LifecycleKind, Subscription, SupervisionEvent,
+        SupervisionReason,
     };
     // Coordinated shutdown: its configuration, phases and run reasons.
     pub use crate::{Phase, PhaseConfig, Reason, ShutdownConfig};

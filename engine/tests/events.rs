@@ -7,7 +7,10 @@ mod support;
 
 use proscenium::prelude::*;
 use proscenium::testkit::{EventProbe, TestSystem};
-use proscenium::{LifecycleEvent, LifecycleKind, StrategyKind, SupervisionEvent, UnhandledMessage};
+use proscenium::{
+    LifecycleEvent, LifecycleKind, StrategyKind, SupervisionEvent, SupervisionReason,
+    UnhandledMessage,
+};
 use support::actors::*;
 use support::{Probe, PATIENCE};
 
@@ -79,6 +82,60 @@ fn supervision_decisions_are_published() {
     assert_eq!(
         (failure.as_str(), directive),
         ("worker failure", Directive::Resume)
+    );
+}
+
+/// "Both are configured with a mapping from exception type to supervision
+/// directive and limits on how often a child is allowed to fail before
+/// terminating it." With `max_retries(2)` the third failure terminates
+/// the child: the event says so (`Stop`, because the restart limit was
+/// reached), and so does the log line. Before, both said `Restart`, the
+/// decider's choice, and nothing told a monitor that the child was gone.
+#[test]
+fn a_restart_over_the_limit_is_published_and_logged_as_a_stop() {
+    let logs = support::Logs::capture();
+    let system = TestSystem::new();
+    let decisions = EventProbe::new(&system).subscribe_map(|e: &SupervisionEvent| {
+        (e.child.path() == "/user/limited/w").then_some((e.directive, e.reason))
+    });
+    let log = Probe::new();
+    let boss = system
+        .spawn(
+            Boss::props_with_retries(
+                &log.tx(),
+                StrategyKind::OneForOne,
+                Some(Directive::Restart),
+                Some(2),
+            ),
+            "limited",
+        )
+        .expect("boss");
+    let w = hire(&boss, Worker::props("w", &log.tx()), "w");
+    for _ in 0..3 {
+        w.tell(WorkerMsg::Fail);
+    }
+    for _ in 0..2 {
+        assert_eq!(
+            decisions.expect_event::<(Directive, SupervisionReason)>(PATIENCE),
+            (Directive::Restart, SupervisionReason::Decided)
+        );
+    }
+    assert_eq!(
+        decisions.expect_event::<(Directive, SupervisionReason)>(PATIENCE),
+        (Directive::Stop, SupervisionReason::RestartLimitReached)
+    );
+    assert!(
+        w.graceful_stop(PATIENCE).wait(),
+        "the third failure stops it"
+    );
+    let line = logs.wait_for(&["/user/limited/w", "actor failed", "directive=Stop"]);
+    assert!(line.contains("restart limit reached"), "{line}");
+    assert!(
+        logs.lines_with(&["/user/limited/w", "directive=Restart"])
+            .len()
+            == 2,
+        "{:?}",
+        logs.lines_with(&["/user/limited/w"])
     );
 }
 

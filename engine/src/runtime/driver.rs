@@ -20,7 +20,9 @@ use proscenium_scheduler::Budget;
 use crate::api::actor::{Actor, Factory, Props};
 use crate::api::actor_ref::ActorId;
 use crate::api::context::Context;
-use crate::observe::events::{publish_lifecycle, publish_supervision, LifecycleKind};
+use crate::observe::events::{
+    publish_lifecycle, publish_supervision, LifecycleKind, SupervisionReason,
+};
 use crate::patterns::timers::{Extras, TimerSlot};
 use crate::runtime::cell::{run_callback, undeliverable_system, ActorCell, RunEnd};
 use crate::runtime::contain::contain;
@@ -525,66 +527,84 @@ impl<A: Actor> Driver<A> {
             return;
         }
         let strategy = self.strategy();
-        let directive = strategy.decide(&failure);
+        let decided = strategy.decide(&failure);
+        // What is done: the decision, unless it is a restart over the
+        // strategy's limit, which stops instead ("limits on how often a
+        // child is allowed to fail before terminating it"). Worked out
+        // before the event and the log line, so both say what is done.
+        let now = Instant::now();
+        let (directive, reason) = match decided {
+            Directive::Restart if !self.restart_allowed(&strategy, &child, now) => {
+                (Directive::Stop, SupervisionReason::RestartLimitReached)
+            }
+            decided => (decided, SupervisionReason::Decided),
+        };
         publish_supervision(
             self.actor_system(),
             || self.me(),
             &child,
             &failure,
             directive,
+            reason,
         );
         if strategy.logs() {
-            match directive {
-                Directive::Escalate => {}
-                Directive::Resume => {
+            match (directive, reason) {
+                (Directive::Escalate, _) => {}
+                (Directive::Resume, _) => {
                     tracing::warn!(actor = %child, %failure, ?directive, "actor failed")
                 }
-                Directive::Restart | Directive::Stop => {
+                (Directive::Stop, SupervisionReason::RestartLimitReached) => {
+                    tracing::error!(
+                        actor = %child,
+                        %failure,
+                        ?directive,
+                        reason = reason.as_str(),
+                        max_retries = strategy.retry_limit(),
+                        "actor failed"
+                    )
+                }
+                (Directive::Restart | Directive::Stop, _) => {
                     tracing::error!(actor = %child, %failure, ?directive, "actor failed")
                 }
             }
         }
-        let now = Instant::now();
         match (directive, strategy.kind()) {
             (Directive::Resume, _) => child.send_system(SystemMsg::Resume { by_failure: true }),
             (Directive::Restart, StrategyKind::OneForOne) => {
-                let allowed = {
-                    let mut children = self.cell().core().children();
-                    let record = children.get_mut(&child).expect("checked above");
-                    strategy.restart_allowed(record.stats(), now)
-                };
-                if allowed {
-                    child.send_system(SystemMsg::Recreate(failure));
-                } else {
-                    self.stop_child(&child);
-                }
+                child.send_system(SystemMsg::Recreate(failure));
             }
             (Directive::Restart, StrategyKind::AllForOne) => {
-                let (allowed, all) = {
-                    let mut children = self.cell().core().children();
-                    let allowed = children
-                        .iter_mut()
-                        .all(|(_, r)| strategy.restart_allowed(r.stats(), now));
-                    let all: Vec<ActorId> = children.ids().cloned().collect();
-                    (allowed, all)
-                };
+                let all: Vec<ActorId> = self.cell().core().children().ids().cloned().collect();
                 for c in &all {
-                    if allowed {
-                        if *c != child {
-                            c.send_system(SystemMsg::Suspend);
-                        }
-                        c.send_system(SystemMsg::Recreate(failure.clone()));
-                    } else {
-                        self.stop_child(c);
+                    if *c != child {
+                        c.send_system(SystemMsg::Suspend);
                     }
+                    c.send_system(SystemMsg::Recreate(failure.clone()));
                 }
             }
             (Directive::Stop, StrategyKind::OneForOne) => self.stop_child(&child),
+            // Also when every child was to restart and not all of them may.
             (Directive::Stop, StrategyKind::AllForOne) => self.ctx.stop_all_children(),
             (Directive::Escalate, _) => {
                 self.ctx.rare_mut().awaiting.perpetrator = Some(child.clone());
                 self.fail(failure, SuspendChildren::AllBut(child));
             }
+        }
+    }
+
+    /// Whether the strategy allows a restart now, counting it in the
+    /// restart statistics: of the failed child (one-for-one), or of every
+    /// child (all-for-one: each is restarted, so each must be allowed).
+    fn restart_allowed(&self, strategy: &SupervisorStrategy, child: &ActorId, now: Instant) -> bool {
+        let mut children = self.cell().core().children();
+        match strategy.kind() {
+            StrategyKind::OneForOne => {
+                let record = children.get_mut(child).expect("checked by handle_failure");
+                strategy.restart_allowed(record.stats(), now)
+            }
+            StrategyKind::AllForOne => children
+                .iter_mut()
+                .all(|(_, r)| strategy.restart_allowed(r.stats(), now)),
         }
     }
 
