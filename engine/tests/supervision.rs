@@ -133,7 +133,7 @@ fn stop_directive_stops_the_child() {
     );
     assert_eq!(
         w.ask(WorkerMsg::Get, Duration::from_secs(20)).wait(),
-        Err(AskError::NoReply)
+        Err(AskError::NoReply(NoReplyReason::DeadLetter))
     );
     drop((boss, w));
     shutdown(system);

@@ -52,8 +52,12 @@ impl<M: Send + 'static> ActorRef<M> {
     /// sends it, and returns a future of the answer. The future fails with
     /// [`AskError::Timeout`](crate::AskError::Timeout) after `timeout`, and
     /// with [`AskError::NoReply`](crate::AskError::NoReply) as soon as the
-    /// request is dropped unanswered (for example because the actor is
-    /// gone). A reply that comes after the timeout goes to dead letters.
+    /// request is dropped unanswered: with
+    /// [`NoReplyReason::DeadLetter`](crate::NoReplyReason::DeadLetter) if
+    /// the actor is gone (the request became a dead letter),
+    /// [`Dropped`](crate::NoReplyReason::Dropped) if it dropped the
+    /// [`Reply`](crate::Reply). A reply that comes after the timeout goes to
+    /// dead letters.
     ///
     /// ```
     /// # use proscenium::prelude::*;

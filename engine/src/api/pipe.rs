@@ -393,7 +393,8 @@ impl<A: Actor> Context<A> {
     /// Asks `target` without blocking: sends `make(reply)` to it, and
     /// delivers the answer to this actor as the message `map(answer)`, or
     /// `map(Err(AskError::Timeout(..)))` after `timeout`, or
-    /// `map(Err(AskError::NoReply))` if the request is dropped unanswered.
+    /// `map(Err(AskError::NoReply(reason)))` if the request is dropped
+    /// unanswered.
     /// Exactly one message comes back, in the user lane.
     ///
     /// No task is spawned: the answer is mapped and told to this actor by
