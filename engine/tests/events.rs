@@ -233,6 +233,78 @@ fn a_dead_subscriber_actor_is_removed() {
     assert!(!stream.has_subscribers::<u32>());
 }
 
+/// A watch that reaches an actor while it drains its mailbox at its stop is
+/// held back and answered after the drain (so the watcher sees the dead
+/// letters first). It was answered before the actor's Stopped event was
+/// published, so a watcher that learned of the end could still find the
+/// actor subscribed to the event stream ("a subscriber actor that has
+/// terminated is removed" by its own Stopped event, which had not been
+/// published yet). Now the Stopped event comes first. Deterministic: the
+/// drain is held at a message whose drop blocks, the watch is sent then.
+#[test]
+fn a_watch_held_during_the_drain_is_answered_after_the_stopped_event() {
+    use std::sync::mpsc;
+    use std::sync::{Arc, Mutex};
+
+    /// Reports its drop, then blocks it until the gate opens.
+    struct GatedDrop {
+        dropping: mpsc::Sender<()>,
+        gate: Mutex<mpsc::Receiver<()>>,
+    }
+    impl Drop for GatedDrop {
+        fn drop(&mut self) {
+            let _ = self.dropping.send(());
+            let _ = self.gate.lock().map(|gate| gate.recv());
+        }
+    }
+    struct Holder;
+    impl Actor for Holder {
+        type Msg = Option<GatedDrop>;
+        fn receive(&mut self, _ctx: &mut Context<Self>, _msg: Option<GatedDrop>) -> Outcome {
+            Ok(())
+        }
+    }
+
+    let system = TestSystem::new();
+    let late: Arc<Mutex<Option<proscenium::ActorTermination>>> = Arc::new(Mutex::new(None));
+    let seen = Probe::new();
+    let (at_stop, tx) = (Arc::clone(&late), Mutex::new(seen.tx()));
+    system.event_stream().subscribe(move |e: &LifecycleEvent| {
+        if e.kind == LifecycleKind::Stopped && e.actor.path() == "/user/holder" {
+            let told = at_stop
+                .lock()
+                .expect("late")
+                .as_ref()
+                .map(|t| t.is_terminated());
+            let _ = tx.lock().expect("tx").send(told);
+        }
+    });
+    let holder = system
+        .spawn(Props::new(|| Holder), "holder")
+        .expect("spawn");
+    let (dropping_tx, dropping) = mpsc::channel();
+    let (open, gate) = mpsc::channel();
+    holder.poison_pill();
+    // Behind the PoisonPill: drained into dead letters at the stop.
+    holder.tell(Some(GatedDrop {
+        dropping: dropping_tx,
+        gate: Mutex::new(gate),
+    }));
+    dropping
+        .recv_timeout(PATIENCE)
+        .expect("the drain reached it");
+    // Sent while the drain is under way: held back until it ends.
+    let watch = holder.when_terminated();
+    *late.lock().expect("late") = Some(watch.clone());
+    open.send(()).expect("open");
+    assert!(watch.wait_timeout(PATIENCE));
+    assert_eq!(
+        seen.next(),
+        Some(false),
+        "the Stopped event is published before the held watch is answered"
+    );
+}
+
 /// After `build()` returns, the three guardians have started and their
 /// Started events are published: a subscriber from then on sees only what
 /// happens to the user's own actors. Each guardian's creation used to run

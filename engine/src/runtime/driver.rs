@@ -746,14 +746,18 @@ impl<A: Actor> Driver<A> {
             })
         };
         let me = self.me();
+        // The Stopped event goes first, before anyone can learn of the end
+        // (an actor subscribed to the event stream is removed by it, and a
+        // monitor sees it before a watcher is told); then the signals held
+        // back during the drain: a watch that came meanwhile is answered.
+        contain("publishing an actor's stop", || {
+            publish_lifecycle(self.actor_system(), || me.clone(), LifecycleKind::Stopped);
+        });
         for msg in held {
             contain("answering a signal to a terminated actor", || {
                 undeliverable_system(&me, msg);
             });
         }
-        contain("publishing an actor's stop", || {
-            publish_lifecycle(self.actor_system(), || me.clone(), LifecycleKind::Stopped);
-        });
         let parent = self.cell().core().parent.clone();
         if let Some(parent) = &parent {
             parent.send_system(SystemMsg::DeathWatchNotification(me.clone()));
