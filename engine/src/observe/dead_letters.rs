@@ -65,8 +65,8 @@ impl Drop for DeadLetter {
     /// The message is user code's: a panic in its `Drop` (the dead letter
     /// is dropped once published, often inside an actor's termination) is
     /// logged and goes no further. A [`Reply`](crate::Reply) in it fails
-    /// its ask with [`NoReplyReason::DeadLetter`](crate::NoReplyReason)
-    /// (see [`dropping_dead_letter`]).
+    /// its ask with [`NoReplyReason::DeadLetter`](crate::NoReplyReason::DeadLetter)
+    /// (the thread is marked while the message drops: `dropping_dead_letter`).
     fn drop(&mut self) {
         // A zero-sized box: no allocation.
         let message = std::mem::replace(&mut self.message, Box::new(()));
