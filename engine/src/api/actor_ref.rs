@@ -31,10 +31,11 @@ impl<M: Send + 'static> ActorRef<M> {
     /// Sends `msg` (fire and forget). If the actor has terminated, or its
     /// bounded mailbox is full, the message goes to dead letters.
     ///
-    /// A message of any size can be sent by value: one larger than 8 KiB is
-    /// boxed here and carried on a stack grown for it (the engine's own
-    /// frames would otherwise keep copies of it enough to overflow a
-    /// thread's stack). The caller's stack must hold the caller's own copy.
+    /// A message of any size can be sent by value: for a message type over
+    /// 8 KiB the send goes on a stack grown for it when this one lacks the
+    /// room (the engine's frames keep copies of a message, enough to
+    /// overflow a thread's stack; decision 0022). This thread's stack must
+    /// hold the caller's own copies, and in a debug build one more.
     #[inline]
     pub fn tell(&self, msg: M) {
         // One call with `msg`: a debug build copies an argument into this

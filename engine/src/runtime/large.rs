@@ -14,8 +14,8 @@
 //! calls it holds one copy whatever the lane holds. So a message type over
 //! [`LARGE_MESSAGE`] bytes takes this path instead, picked by a constant
 //! (so a smaller one keeps its path, and its cost, unchanged): the send
-//! boxes the message at once, off the caller's stack, and then runs the
-//! rest of the send on a stack with room for [`COPIES`] copies of it; the
+//! leaves the message where the caller put it and runs on a stack with
+//! room for [`COPIES`] copies of it, which takes it from there; the
 //! runs of an actor that takes such messages, and every other place that
 //! moves one by value outside a run (timers, adapters, pipes, event-stream
 //! subscriptions, PoisonPill and Kill), do the same. "A stack with room" is
