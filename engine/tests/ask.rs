@@ -142,8 +142,9 @@ fn a_reply_in_time_wins_over_the_timer() {
 
 /// No reply at all: the actor dropped the `Reply`, or the actor had
 /// terminated (then the request itself is a dead letter, addressed to it).
-/// The reason tells the two apart ("Messages to a dead actor ... go to
-/// dead letters"); before, both were one `NoReply`.
+/// The reason tells the two apart; before, both were one `NoReply`
+/// (stopping-an-actor.txt: messages "will be drained to DeadLetters, along
+/// with any other messages sent to the now-dead actor instance").
 #[test]
 fn no_reply_when_the_reply_is_dropped_or_the_actor_is_gone() {
     let system = system();
@@ -175,7 +176,9 @@ fn no_reply_when_the_reply_is_dropped_or_the_actor_is_gone() {
 /// alive when the asker looks: a `Reply` handed out by the handler and
 /// dropped after its actor terminated is `Dropped` (the case a caller
 /// telling the two apart with `is_terminated()` got wrong), and requests
-/// queued behind a PoisonPill are dead letters.
+/// queued behind a PoisonPill are dead letters ("What Happens to Messages
+/// That Queue Up Behind a PoisonPill? They will be drained to
+/// DeadLetters").
 #[test]
 fn no_reply_says_where_the_reply_was_dropped() {
     let system = system();
