@@ -246,7 +246,8 @@ fn a_watch_held_during_the_drain_is_answered_after_the_stopped_event() {
     use std::sync::mpsc;
     use std::sync::{Arc, Mutex};
 
-    /// Reports its drop, then blocks it until the gate opens.
+    /// Reports its drop, then blocks it until the gate opens (bounded, so
+    /// a broken run fails instead of hanging).
     struct GatedDrop {
         dropping: mpsc::Sender<()>,
         gate: Mutex<mpsc::Receiver<()>>,
@@ -254,13 +255,22 @@ fn a_watch_held_during_the_drain_is_answered_after_the_stopped_event() {
     impl Drop for GatedDrop {
         fn drop(&mut self) {
             let _ = self.dropping.send(());
-            let _ = self.gate.lock().map(|gate| gate.recv());
+            let _ = self.gate.lock().map(|gate| gate.recv_timeout(PATIENCE));
         }
+    }
+    enum HolderMsg {
+        /// Report, then block the handler until the gate opens.
+        Block(mpsc::Sender<()>, Mutex<mpsc::Receiver<()>>),
+        Gated(GatedDrop),
     }
     struct Holder;
     impl Actor for Holder {
-        type Msg = Option<GatedDrop>;
-        fn receive(&mut self, _ctx: &mut Context<Self>, _msg: Option<GatedDrop>) -> Outcome {
+        type Msg = HolderMsg;
+        fn receive(&mut self, _ctx: &mut Context<Self>, msg: HolderMsg) -> Outcome {
+            if let HolderMsg::Block(blocked, gate) = msg {
+                let _ = blocked.send(());
+                let _ = gate.lock().map(|gate| gate.recv_timeout(PATIENCE));
+            }
             Ok(())
         }
     }
@@ -282,14 +292,23 @@ fn a_watch_held_during_the_drain_is_answered_after_the_stopped_event() {
     let holder = system
         .spawn(Props::new(|| Holder), "holder")
         .expect("spawn");
+    // The holder is busy while the PoisonPill and the gated message are
+    // queued behind it (sent to a stopped actor, the gated message would
+    // be dropped here, on this thread).
+    let (blocked_tx, blocked) = mpsc::channel();
+    let (release, hold) = mpsc::channel();
+    holder.tell(HolderMsg::Block(blocked_tx, Mutex::new(hold)));
+    blocked.recv_timeout(PATIENCE).expect("the holder is busy");
+    holder.poison_pill();
     let (dropping_tx, dropping) = mpsc::channel();
     let (open, gate) = mpsc::channel();
-    holder.poison_pill();
-    // Behind the PoisonPill: drained into dead letters at the stop.
-    holder.tell(Some(GatedDrop {
+    holder.tell(HolderMsg::Gated(GatedDrop {
         dropping: dropping_tx,
         gate: Mutex::new(gate),
     }));
+    release.send(()).expect("release");
+    // Behind the PoisonPill: drained into dead letters at the stop, on the
+    // holder's worker, which blocks in its drop.
     dropping
         .recv_timeout(PATIENCE)
         .expect("the drain reached it");
