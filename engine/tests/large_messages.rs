@@ -90,10 +90,10 @@ fn try_tell_count<const N: usize>(to: &ActorRef<Sized<N>>, byte: u8) -> Option<u
 }
 
 /// Every way a large message goes through the engine, with default
-/// settings: `ask`, `tell`, `try_tell`, a message queued behind a
-/// PoisonPill (a dead letter at the stop, on the worker), one sent after
-/// the stop (a dead letter on the sender), and one that `try_tell` hands
-/// back.
+/// settings: `ask`, `tell`, `try_tell`, a message sent behind a PoisonPill
+/// (a dead letter at the stop, on the worker, unless the stop came first),
+/// one sent after the stop (a dead letter on the sender), and one that
+/// `try_tell` hands back.
 fn every_path_with_default_settings<const N: usize>() {
     let system = support::system();
     let dead = support::dead_letter_probe(&system, |d| d.downcast_ref::<Sized<N>>().is_some());
@@ -104,7 +104,8 @@ fn every_path_with_default_settings<const N: usize>() {
     tell_count(&summer, 2);
     assert_eq!(try_tell_count(&summer, 3), None);
     assert_eq!(summer.ask(Sized::Counted, PATIENCE).wait(), Ok(2));
-    // Behind a PoisonPill: drained into dead letters by the stopping run.
+    // Behind a PoisonPill: a dead letter, from the stopping run's drain (or
+    // from this thread, if the actor has stopped already).
     let stopped = summer.when_terminated();
     summer.poison_pill();
     tell_count(&summer, 4);
