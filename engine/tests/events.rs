@@ -267,9 +267,13 @@ fn a_watch_held_during_the_drain_is_answered_after_the_stopped_event() {
     impl Actor for Holder {
         type Msg = HolderMsg;
         fn receive(&mut self, _ctx: &mut Context<Self>, msg: HolderMsg) -> Outcome {
-            if let HolderMsg::Block(blocked, gate) = msg {
-                let _ = blocked.send(());
-                let _ = gate.lock().map(|gate| gate.recv_timeout(PATIENCE));
+            match msg {
+                HolderMsg::Block(blocked, gate) => {
+                    let _ = blocked.send(());
+                    let _ = gate.lock().map(|gate| gate.recv_timeout(PATIENCE));
+                }
+                // Never handled: it is queued behind the PoisonPill.
+                HolderMsg::Gated(gated) => drop(gated),
             }
             Ok(())
         }
