@@ -232,7 +232,7 @@ pub mod testkit;
 // The actor API: actors, references, context, ask, futures.
 pub use crate::api::actor::{Actor, Props};
 pub use crate::api::actor_ref::{ActorId, ActorRef, StopSignal};
-pub use crate::api::ask::{Ask, AskError, GracefulStop, Reply};
+pub use crate::api::ask::{Ask, AskError, GracefulStop, NoReplyReason, Reply};
 pub use crate::api::context::Context;
 pub use crate::api::pipe::PipeHandle;
 pub use crate::api::terminated::ActorTermination;
@@ -245,7 +245,7 @@ pub use crate::supervision::strategy::{
 pub use crate::observe::dead_letters::{DeadLetter, Kill, PoisonPill};
 pub use crate::observe::event_stream::{EventStream, Subscription};
 pub use crate::observe::events::{
-    LifecycleEvent, LifecycleKind, SupervisionEvent, UnhandledMessage,
+    LifecycleEvent, LifecycleKind, SupervisionEvent, SupervisionReason, UnhandledMessage,
 };
 // Patterns: backoff, routers, stash, timers.
 pub use crate::patterns::backoff::{
@@ -276,8 +276,8 @@ pub use proscenium_shutdown::{
 pub mod prelude {
     pub use crate::{
         Actor, ActorError, ActorId, ActorRef, ActorSystem, AskError, Cancellable, Context,
-        CoordinatedShutdownExt, DeadLetter, Directive, Failure, Outcome, Props, Reply,
-        StashOverflowError, SupervisorStrategy, TimerKey,
+        CoordinatedShutdownExt, DeadLetter, Directive, Failure, NoReplyReason, Outcome, Props,
+        Reply, StashOverflowError, SupervisorStrategy, TimerKey,
     };
     // Waiting without blocking (issue 14).
     pub use crate::{JoinError, JoinHandle, PipeHandle};
@@ -291,6 +291,7 @@ pub mod prelude {
     // monitor subscribes to, and the subscription to cancel.
     pub use crate::{
         default_decider, LifecycleEvent, LifecycleKind, Subscription, SupervisionEvent,
+        SupervisionReason,
     };
     // Coordinated shutdown: its configuration, phases and run reasons.
     pub use crate::{Phase, PhaseConfig, Reason, ShutdownConfig};

@@ -142,6 +142,9 @@ fn a_reply_in_time_wins_over_the_timer() {
 
 /// No reply at all: the actor dropped the `Reply`, or the actor had
 /// terminated (then the request itself is a dead letter, addressed to it).
+/// The reason tells the two apart; before, both were one `NoReply`
+/// (stopping-an-actor.txt: messages "will be drained to DeadLetters, along
+/// with any other messages sent to the now-dead actor instance").
 #[test]
 fn no_reply_when_the_reply_is_dropped_or_the_actor_is_gone() {
     let system = system();
@@ -155,17 +158,81 @@ fn no_reply_when_the_reply_is_dropped_or_the_actor_is_gone() {
     let c = clerk(&system);
     assert_eq!(
         c.ask(ClerkMsg::Drop, PATIENCE).wait(),
-        Err(AskError::NoReply)
+        Err(AskError::NoReply(NoReplyReason::Dropped))
     );
     assert!(c.graceful_stop(PATIENCE).wait());
     assert_eq!(
         c.ask(ClerkMsg::Get, PATIENCE).wait(),
-        Err(AskError::NoReply)
+        Err(AskError::NoReply(NoReplyReason::DeadLetter))
     );
     // The Reply inside the dead letter was dropped with it: the answer came
     // at once, not after the timeout. The dead letter names the clerk.
     assert_eq!(requests.next(), (Some("/user/clerk".to_owned()), true));
     drop(c);
+    shutdown(system);
+}
+
+/// The reason is where the `Reply` was dropped, not whether the actor is
+/// alive when the asker looks: a `Reply` handed out by the handler and
+/// dropped after its actor terminated is `Dropped` (the case a caller
+/// telling the two apart with `is_terminated()` got wrong), and requests
+/// queued behind a PoisonPill are dead letters ("What Happens to Messages
+/// That Queue Up Behind a PoisonPill? They will be drained to
+/// DeadLetters").
+#[test]
+fn no_reply_says_where_the_reply_was_dropped() {
+    let system = system();
+    let c = clerk(&system);
+    let stopped = c.when_terminated();
+    let hold = c.ask(ClerkMsg::Hold, PATIENCE);
+    let queued = c.ask(ClerkMsg::Get, PATIENCE);
+    // Behind the Hold and the Get: what comes after the PoisonPill is
+    // never handled.
+    c.poison_pill();
+    let behind = c.ask(ClerkMsg::Get, PATIENCE);
+    assert_eq!(queued.wait(), Ok(7));
+    assert_eq!(
+        behind.wait(),
+        Err(AskError::NoReply(NoReplyReason::DeadLetter))
+    );
+    // The held Reply went down with the clerk's state, at its stop: that
+    // is a drop by code that had it, not a dead letter.
+    assert!(stopped.wait_timeout(PATIENCE));
+    assert_eq!(hold.wait(), Err(AskError::NoReply(NoReplyReason::Dropped)));
+
+    // A Reply handed to a thread, which drops it once the actor is gone.
+    struct Courier {
+        out: std::sync::Mutex<std::sync::mpsc::Sender<Reply<u64>>>,
+    }
+    impl Actor for Courier {
+        type Msg = Reply<u64>;
+        fn receive(&mut self, ctx: &mut Context<Self>, reply: Reply<u64>) -> Outcome {
+            self.out
+                .lock()
+                .expect("out")
+                .send(reply)
+                .map_err(|_| "no taker")?;
+            ctx.stop_self();
+            Ok(())
+        }
+    }
+    let (out, replies) = std::sync::mpsc::channel();
+    let out = std::sync::Mutex::new(out);
+    let courier = system
+        .spawn(
+            Props::new(move || Courier {
+                out: std::sync::Mutex::new(out.lock().expect("out").clone()),
+            }),
+            "courier",
+        )
+        .expect("courier");
+    let ask = courier.ask(|r| r, PATIENCE);
+    let reply = replies.recv_timeout(PATIENCE).expect("handed out");
+    assert!(courier.when_terminated().wait_timeout(PATIENCE));
+    assert!(courier.is_terminated());
+    drop(reply);
+    assert_eq!(ask.wait(), Err(AskError::NoReply(NoReplyReason::Dropped)));
+    drop((c, courier));
     shutdown(system);
 }
 
@@ -192,7 +259,10 @@ fn an_ask_can_be_checked_without_blocking() {
 
     let mut dropped = c.ask(ClerkMsg::Drop, PATIENCE);
     assert_eq!(c.ask(ClerkMsg::Get, PATIENCE).wait(), Ok(7));
-    assert_eq!(dropped.try_take(), Some(Err(AskError::NoReply)));
+    assert_eq!(
+        dropped.try_take(),
+        Some(Err(AskError::NoReply(NoReplyReason::Dropped)))
+    );
 
     // A timeout: the timer completes it; `is_ready` turns true by itself.
     let mut late = c.ask(ClerkMsg::Hold, Duration::from_millis(1));

@@ -7,7 +7,10 @@ mod support;
 
 use proscenium::prelude::*;
 use proscenium::testkit::{EventProbe, TestSystem};
-use proscenium::{LifecycleEvent, LifecycleKind, StrategyKind, SupervisionEvent, UnhandledMessage};
+use proscenium::{
+    LifecycleEvent, LifecycleKind, StrategyKind, SupervisionEvent, SupervisionReason,
+    UnhandledMessage,
+};
 use support::actors::*;
 use support::{Probe, PATIENCE};
 
@@ -79,6 +82,60 @@ fn supervision_decisions_are_published() {
     assert_eq!(
         (failure.as_str(), directive),
         ("worker failure", Directive::Resume)
+    );
+}
+
+/// "Both are configured with a mapping from exception type to supervision
+/// directive and limits on how often a child is allowed to fail before
+/// terminating it." With `max_retries(2)` the third failure terminates
+/// the child: the event says so (`Stop`, because the restart limit was
+/// reached), and so does the log line. Before, both said `Restart`, the
+/// decider's choice, and nothing told a monitor that the child was gone.
+#[test]
+fn a_restart_over_the_limit_is_published_and_logged_as_a_stop() {
+    let logs = support::Logs::capture();
+    let system = TestSystem::new();
+    let decisions = EventProbe::new(&system).subscribe_map(|e: &SupervisionEvent| {
+        (e.child.path() == "/user/limited/w").then_some((e.directive, e.reason))
+    });
+    let log = Probe::new();
+    let boss = system
+        .spawn(
+            Boss::props_with_retries(
+                &log.tx(),
+                StrategyKind::OneForOne,
+                Some(Directive::Restart),
+                Some(2),
+            ),
+            "limited",
+        )
+        .expect("boss");
+    let w = hire(&boss, Worker::props("w", &log.tx()), "w");
+    for _ in 0..3 {
+        w.tell(WorkerMsg::Fail);
+    }
+    for _ in 0..2 {
+        assert_eq!(
+            decisions.expect_event::<(Directive, SupervisionReason)>(PATIENCE),
+            (Directive::Restart, SupervisionReason::Decided)
+        );
+    }
+    assert_eq!(
+        decisions.expect_event::<(Directive, SupervisionReason)>(PATIENCE),
+        (Directive::Stop, SupervisionReason::RestartLimitReached)
+    );
+    assert!(
+        w.graceful_stop(PATIENCE).wait(),
+        "the third failure stops it"
+    );
+    let line = logs.wait_for(&["/user/limited/w", "actor failed", "directive=Stop"]);
+    assert!(line.contains("restart limit reached"), "{line}");
+    assert!(
+        logs.lines_with(&["/user/limited/w", "directive=Restart"])
+            .len()
+            == 2,
+        "{:?}",
+        logs.lines_with(&["/user/limited/w"])
     );
 }
 
@@ -174,6 +231,101 @@ fn a_dead_subscriber_actor_is_removed() {
     assert!(stream.has_subscribers::<u32>());
     assert_eq!(stream.publish(8_u32), 0);
     assert!(!stream.has_subscribers::<u32>());
+}
+
+/// A watch that reaches an actor while it drains its mailbox at its stop is
+/// held back and answered after the drain (so the watcher sees the dead
+/// letters first). It was answered before the actor's Stopped event was
+/// published, so a watcher that learned of the end could still find the
+/// actor subscribed to the event stream ("a subscriber actor that has
+/// terminated is removed" by its own Stopped event, which had not been
+/// published yet). Now the Stopped event comes first. Deterministic: the
+/// drain is held at a message whose drop blocks, the watch is sent then.
+#[test]
+fn a_watch_held_during_the_drain_is_answered_after_the_stopped_event() {
+    use std::sync::mpsc;
+    use std::sync::{Arc, Mutex};
+
+    /// Reports its drop, then blocks it until the gate opens (bounded, so
+    /// a broken run fails instead of hanging).
+    struct GatedDrop {
+        dropping: mpsc::Sender<()>,
+        gate: Mutex<mpsc::Receiver<()>>,
+    }
+    impl Drop for GatedDrop {
+        fn drop(&mut self) {
+            let _ = self.dropping.send(());
+            let _ = self.gate.lock().map(|gate| gate.recv_timeout(PATIENCE));
+        }
+    }
+    enum HolderMsg {
+        /// Report, then block the handler until the gate opens.
+        Block(mpsc::Sender<()>, Mutex<mpsc::Receiver<()>>),
+        Gated(GatedDrop),
+    }
+    struct Holder;
+    impl Actor for Holder {
+        type Msg = HolderMsg;
+        fn receive(&mut self, _ctx: &mut Context<Self>, msg: HolderMsg) -> Outcome {
+            match msg {
+                HolderMsg::Block(blocked, gate) => {
+                    let _ = blocked.send(());
+                    let _ = gate.lock().map(|gate| gate.recv_timeout(PATIENCE));
+                }
+                // Never handled: it is queued behind the PoisonPill.
+                HolderMsg::Gated(gated) => drop(gated),
+            }
+            Ok(())
+        }
+    }
+
+    let system = TestSystem::new();
+    let late: Arc<Mutex<Option<proscenium::ActorTermination>>> = Arc::new(Mutex::new(None));
+    let seen = Probe::new();
+    let (at_stop, tx) = (Arc::clone(&late), Mutex::new(seen.tx()));
+    system.event_stream().subscribe(move |e: &LifecycleEvent| {
+        if e.kind == LifecycleKind::Stopped && e.actor.path() == "/user/holder" {
+            let told = at_stop
+                .lock()
+                .expect("late")
+                .as_ref()
+                .map(|t| t.is_terminated());
+            let _ = tx.lock().expect("tx").send(told);
+        }
+    });
+    let holder = system
+        .spawn(Props::new(|| Holder), "holder")
+        .expect("spawn");
+    // The holder is busy while the PoisonPill and the gated message are
+    // queued behind it (sent to a stopped actor, the gated message would
+    // be dropped here, on this thread).
+    let (blocked_tx, blocked) = mpsc::channel();
+    let (release, hold) = mpsc::channel();
+    holder.tell(HolderMsg::Block(blocked_tx, Mutex::new(hold)));
+    blocked.recv_timeout(PATIENCE).expect("the holder is busy");
+    holder.poison_pill();
+    let (dropping_tx, dropping) = mpsc::channel();
+    let (open, gate) = mpsc::channel();
+    holder.tell(HolderMsg::Gated(GatedDrop {
+        dropping: dropping_tx,
+        gate: Mutex::new(gate),
+    }));
+    release.send(()).expect("release");
+    // Behind the PoisonPill: drained into dead letters at the stop, on the
+    // holder's worker, which blocks in its drop.
+    dropping
+        .recv_timeout(PATIENCE)
+        .expect("the drain reached it");
+    // Sent while the drain is under way: held back until it ends.
+    let watch = holder.when_terminated();
+    *late.lock().expect("late") = Some(watch.clone());
+    open.send(()).expect("open");
+    assert!(watch.wait_timeout(PATIENCE));
+    assert_eq!(
+        seen.next(),
+        Some(false),
+        "the Stopped event is published before the held watch is answered"
+    );
 }
 
 /// After `build()` returns, the three guardians have started and their

@@ -159,7 +159,7 @@ fn restart_calls_the_factory_again_and_bounded_mailboxes_push_back() {
     let n = loop {
         match w.ask(WorkerMsg::Get, Duration::from_secs(20)).wait() {
             Ok(n) => break n,
-            Err(AskError::NoReply) => continue,
+            Err(AskError::NoReply(NoReplyReason::DeadLetter)) => continue,
             Err(e) => panic!("{e}"),
         }
     };

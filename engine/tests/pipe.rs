@@ -375,7 +375,10 @@ fn ask_pipe_to_a_stopped_actor_delivers_no_reply() {
         .expect("spawn");
     assert!(clerk.graceful_stop(PATIENCE).wait());
     actor.tell(Msg::Ask(clerk.clone(), true, PATIENCE));
-    assert_eq!(events.next(), Event::Answer(Err(AskError::NoReply)));
+    assert_eq!(
+        events.next(),
+        Event::Answer(Err(AskError::NoReply(NoReplyReason::DeadLetter)))
+    );
     drop((actor, clerk));
     shutdown(system);
 }

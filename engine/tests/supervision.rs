@@ -133,7 +133,7 @@ fn stop_directive_stops_the_child() {
     );
     assert_eq!(
         w.ask(WorkerMsg::Get, Duration::from_secs(20)).wait(),
-        Err(AskError::NoReply)
+        Err(AskError::NoReply(NoReplyReason::DeadLetter))
     );
     drop((boss, w));
     shutdown(system);
@@ -382,6 +382,120 @@ fn the_restart_sequence_in_order() {
             < keep_pre
     );
     drop((boss, p, _keep, _gone));
+    shutdown(system);
+}
+
+/// Step 6 of the restart sequence: "Send restart request to all children
+/// which were not killed in step 3". A child that the *new* instance
+/// creates (in `post_restart`, by default through `pre_start`) was not
+/// there in step 3: it starts once and is not restarted. Before the fix
+/// the survivors were listed after the new instance had run, so the
+/// parent's new child got the restart too: `kid2 pre_start, kid2
+/// post_stop, kid2 pre_start`.
+#[test]
+fn a_child_created_by_the_new_instance_is_not_restarted() {
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    enum KidMsg {
+        Ping(Reply<()>),
+    }
+    struct Kid {
+        tag: String,
+        log: Log,
+    }
+    impl Actor for Kid {
+        type Msg = KidMsg;
+        fn receive(&mut self, _ctx: &mut Context<Self>, msg: KidMsg) -> Outcome {
+            let KidMsg::Ping(reply) = msg;
+            reply.send(());
+            Ok(())
+        }
+        fn pre_start(&mut self, _ctx: &mut Context<Self>) -> Outcome {
+            let _ = self.log.send(format!("{}:pre_start", self.tag));
+            Ok(())
+        }
+        fn post_stop(&mut self, _ctx: &mut Context<Self>) {
+            let _ = self.log.send(format!("{}:post_stop", self.tag));
+        }
+        fn pre_restart(&mut self, ctx: &mut Context<Self>, _failure: &Failure) {
+            let _ = self.log.send(format!("{}:pre_restart", self.tag));
+            ctx.stop_all_children();
+            self.post_stop(ctx);
+        }
+        fn post_restart(&mut self, ctx: &mut Context<Self>, _failure: &Failure) -> Outcome {
+            let _ = self.log.send(format!("{}:post_restart", self.tag));
+            self.pre_start(ctx)
+        }
+    }
+
+    enum ParentMsg {
+        Fail,
+        Kid(Reply<ActorRef<KidMsg>>),
+    }
+    /// Every incarnation creates one child in `pre_start`; the hooks are
+    /// the defaults otherwise (`pre_restart` stops the children,
+    /// `post_restart` calls `pre_start`).
+    struct Parent {
+        kid: Option<ActorRef<KidMsg>>,
+        incarnation: u32,
+        log: Log,
+    }
+    impl Actor for Parent {
+        type Msg = ParentMsg;
+        fn receive(&mut self, _ctx: &mut Context<Self>, msg: ParentMsg) -> Outcome {
+            match msg {
+                ParentMsg::Fail => return Err("parent fails".into()),
+                ParentMsg::Kid(reply) => reply.send(self.kid.clone().ok_or("no kid")?),
+            }
+            Ok(())
+        }
+        fn pre_start(&mut self, ctx: &mut Context<Self>) -> Outcome {
+            let (tag, log) = (format!("kid{}", self.incarnation), self.log.clone());
+            let name = tag.clone();
+            self.kid = Some(ctx.spawn(
+                Props::new(move || Kid {
+                    tag: tag.clone(),
+                    log: log.clone(),
+                }),
+                &name,
+            )?);
+            Ok(())
+        }
+    }
+
+    let system = system();
+    let log = Probe::new();
+    let tx = log.tx();
+    let incarnations = AtomicU32::new(0);
+    let parent = system
+        .spawn(
+            Props::new(move || Parent {
+                kid: None,
+                incarnation: incarnations.fetch_add(1, Ordering::SeqCst) + 1,
+                log: tx.clone(),
+            }),
+            "parent",
+        )
+        .expect("parent");
+    log.until("kid1:pre_start");
+    // /user's default strategy restarts the parent.
+    parent.tell(ParentMsg::Fail);
+    let kid2 = parent
+        .ask(ParentMsg::Kid, PATIENCE)
+        .wait()
+        .expect("the new instance made a child");
+    assert_eq!(kid2.id().name(), "kid2");
+    // A restart request the parent had sent kid2 (on its system lane,
+    // before the parent answered) is handled before this ask: once kid2
+    // answers, its log is complete.
+    assert_eq!(kid2.ask(KidMsg::Ping, PATIENCE).wait(), Ok(()));
+    assert!(parent.graceful_stop(PATIENCE).wait());
+    assert_eq!(
+        log.drain_now(),
+        ["kid1:post_stop", "kid2:pre_start", "kid2:post_stop"],
+        "kid2 starts once, and is stopped only with its parent"
+    );
+    drop((parent, kid2));
     shutdown(system);
 }
 

@@ -106,7 +106,7 @@ fn an_ask_times_out_while_every_worker_is_busy() {
 /// Regression (item 5): stopping the timer thread dropped pending timers
 /// without firing them, so an ask whose reply was held outside the system
 /// blocked `wait()` (and `.await`) forever once the system terminated.
-/// Now it resolves, with `NoReply`.
+/// Now it resolves, with `NoReply(SystemTerminated)`.
 #[test]
 fn a_pending_ask_resolves_when_the_system_terminates() {
     let system = support::system();
@@ -128,8 +128,14 @@ fn a_pending_ask_resolves_when_the_system_terminates() {
         .terminate()
         .wait_timeout(PATIENCE)
         .expect("terminates");
-    assert_eq!(results.next(), Err(AskError::NoReply));
-    assert_eq!(results.next(), Err(AskError::NoReply));
+    assert_eq!(
+        results.next(),
+        Err(AskError::NoReply(NoReplyReason::SystemTerminated))
+    );
+    assert_eq!(
+        results.next(),
+        Err(AskError::NoReply(NoReplyReason::SystemTerminated))
+    );
     waiter.join().unwrap();
     awaiter.join().unwrap();
     // The late answers have nowhere to go.

@@ -10,7 +10,8 @@ use crate::terminate::{
 use http::{Request, Response};
 use proscenium::net::TcpListener;
 use proscenium::{
-    ActorRef, ActorSystem, AddTaskError, AskError, CoordinatedShutdown, Handle, Reply,
+    ActorRef, ActorSystem, AddTaskError, AskError, CoordinatedShutdown, Handle, NoReplyReason,
+    Reply,
 };
 use std::collections::HashMap;
 use std::fmt;
@@ -188,11 +189,12 @@ impl Http {
     /// [`ActorRef::ask`] does.
     ///
     /// A request the actor cannot answer gets a response all the same,
-    /// never a hang: if the `Reply` is dropped unsent while the actor lives
-    /// (its handler failed, or forgot the reply) the answer is `500
-    /// Internal Server Error`; if the actor has terminated (the message
-    /// went to dead letters, which drops the `Reply`) it is `503 Service
-    /// Unavailable`. There is no timeout of its own beyond the server's:
+    /// never a hang: if the `Reply` is dropped unsent
+    /// ([`NoReplyReason::Dropped`]: its handler failed, or forgot the
+    /// reply, or gave it to code that dropped it) the answer is `500
+    /// Internal Server Error`; if the message never reached a handler
+    /// ([`NoReplyReason::DeadLetter`]: the actor has terminated, or its
+    /// bounded mailbox is full) it is `503 Service Unavailable`. There is no timeout of its own beyond the server's:
     /// as for an `async` handler, a reply that never comes is cut by
     /// [`terminate`](ServerBinding::terminate)'s hard deadline (and a reply
     /// sent after that is dropped).
@@ -252,14 +254,18 @@ impl Http {
             // far away and cancelled when the answer is in or the
             // connection drops the future.
             let ask = actor.ask(|reply| M::from((request, reply)), Duration::MAX);
-            let actor = actor.clone();
             async move {
                 match ask.await {
                     Ok(response) => response,
-                    Err(AskError::NoReply) if !actor.is_terminated() => {
+                    // The handler (or whoever it gave the `Reply` to)
+                    // dropped it unsent: the application's fault.
+                    Err(AskError::NoReply(NoReplyReason::Dropped)) => {
                         crate::wire::empty_response(http::StatusCode::INTERNAL_SERVER_ERROR)
                     }
-                    Err(AskError::NoReply | AskError::Timeout(_)) => {
+                    // Never handled (the actor is gone, or its bounded
+                    // mailbox is full: a dead letter), or the system went
+                    // down with the request.
+                    Err(AskError::NoReply(_) | AskError::Timeout(_)) => {
                         crate::wire::empty_response(http::StatusCode::SERVICE_UNAVAILABLE)
                     }
                 }

@@ -1,6 +1,6 @@
 //! Actor handlers (`Http::bind_actor`): an actor receives each request with
 //! a `Reply`, and a request it cannot answer still gets a response (500 for
-//! a dropped `Reply`, 503 for a terminated actor, the deadline-exceeded
+//! a dropped `Reply`, 503 for a request that went to dead letters, the deadline-exceeded
 //! response for a reply that misses the termination's hard deadline).
 #![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
 
@@ -143,6 +143,52 @@ fn a_reply_dropped_unsent_is_answered_500_and_the_connection_goes_on() {
     )
     .unwrap();
     assert_eq!(read_answer(&mut stream).body, "1");
+
+    binding.terminate(PATIENCE).wait().unwrap();
+    system.terminate().wait();
+}
+
+/// The `Reply` of a request the actor did get, handed to other code that
+/// drops it unsent only after the actor has stopped: still the
+/// application's fault, 500. The binding used to ask `is_terminated()`
+/// when the ask failed, and answered 503 here.
+#[test]
+fn a_reply_dropped_after_its_actor_stopped_is_answered_500() {
+    /// Hands each `Reply` out, then stops.
+    struct Courier {
+        out: Mutex<mpsc::Sender<Reply<Response<Body>>>>,
+    }
+    impl Actor for Courier {
+        type Msg = Http1;
+        fn receive(&mut self, ctx: &mut Context<Self>, Http1(_, reply): Http1) -> Outcome {
+            self.out.lock().unwrap().send(reply).unwrap();
+            ctx.stop_self();
+            Ok(())
+        }
+    }
+    let system = system();
+    let (out, replies) = mpsc::channel();
+    let out = Mutex::new(out);
+    let actor = system
+        .spawn(
+            Props::new(move || Courier {
+                out: Mutex::new(out.lock().unwrap().clone()),
+            }),
+            "courier",
+        )
+        .unwrap();
+    let stopped = actor.when_terminated();
+    let binding = Http::bind_actor(&system, "127.0.0.1:0".parse().unwrap(), actor.clone()).unwrap();
+
+    let mut stream = connect(&binding);
+    get(&mut stream, "/anything");
+    let reply = replies.recv_timeout(PATIENCE).unwrap();
+    assert!(stopped.wait_timeout(PATIENCE), "the actor stopped");
+    assert!(actor.is_terminated());
+    drop(reply);
+    let answer = read_answer(&mut stream);
+    assert_eq!(answer.status, 500);
+    assert_eq!(answer.body, "");
 
     binding.terminate(PATIENCE).wait().unwrap();
     system.terminate().wait();

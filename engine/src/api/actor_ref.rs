@@ -4,6 +4,7 @@
 use std::any::TypeId;
 use std::fmt;
 use std::hash::{Hash, Hasher};
+use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,6 +17,7 @@ use crate::runtime::cell::{
     schedule_runnable, schedule_runnable_urgent, undeliverable_system, CellCore, CellRef,
     CellVtable,
 };
+use crate::runtime::large;
 use crate::runtime::signal::{AutoMsg, Envelope, SystemMsg};
 
 /// A typed reference to an actor whose messages are `M`: cheap to clone,
@@ -28,15 +30,41 @@ pub struct ActorRef<M: Send + 'static> {
 impl<M: Send + 'static> ActorRef<M> {
     /// Sends `msg` (fire and forget). If the actor has terminated, or its
     /// bounded mailbox is full, the message goes to dead letters.
+    ///
+    /// A message of any size can be sent by value: for a message type over
+    /// 8 KiB the send goes on a stack grown for it when this one lacks the
+    /// room (the engine's frames keep copies of a message, enough to
+    /// overflow a thread's stack; decision 0022). This thread's stack must
+    /// hold the caller's own copies, and in a debug build one more.
     #[inline]
     pub fn tell(&self, msg: M) {
-        self.cell.send_user(Envelope::Msg(msg));
+        // One call with `msg`: a debug build copies an argument into this
+        // frame once per call site, so two sites would cost a large message
+        // two copies here. The choice is a constant (a direct call, inlined,
+        // in an optimised build).
+        let send = if const { large::is_large::<M>() } {
+            large_tell::<M>()
+        } else {
+            tell_here::<M>
+        };
+        send(&self.cell, msg)
     }
 
     /// Sends `msg`, or hands it back: [`TrySendError::Full`] for a full
     /// bounded mailbox, [`TrySendError::Closed`] for a terminated actor.
-    /// Nothing goes to dead letters.
+    /// Nothing goes to dead letters. Any size, as for [`tell`](Self::tell).
     pub fn try_tell(&self, msg: M) -> Result<(), TrySendError<M>> {
+        // One call with `msg`, as in `tell`.
+        let send = if const { large::is_large::<M>() } {
+            large_try_tell::<M>()
+        } else {
+            Self::try_tell_here
+        };
+        send(self, msg)
+    }
+
+    /// `try_tell` on this stack.
+    fn try_tell_here(&self, msg: M) -> Result<(), TrySendError<M>> {
         match self.cell.mailbox.enqueue_user(Envelope::Msg(msg)) {
             Ok(Enqueued::AlreadyScheduled) => Ok(()),
             Ok(Enqueued::MustSchedule) => {
@@ -52,8 +80,12 @@ impl<M: Send + 'static> ActorRef<M> {
     /// sends it, and returns a future of the answer. The future fails with
     /// [`AskError::Timeout`](crate::AskError::Timeout) after `timeout`, and
     /// with [`AskError::NoReply`](crate::AskError::NoReply) as soon as the
-    /// request is dropped unanswered (for example because the actor is
-    /// gone). A reply that comes after the timeout goes to dead letters.
+    /// request is dropped unanswered: with
+    /// [`NoReplyReason::DeadLetter`](crate::NoReplyReason::DeadLetter) if
+    /// the actor is gone (the request became a dead letter),
+    /// [`Dropped`](crate::NoReplyReason::Dropped) if it dropped the
+    /// [`Reply`](crate::Reply). A reply that comes after the timeout goes to
+    /// dead letters.
     ///
     /// ```
     /// # use proscenium::prelude::*;
@@ -76,7 +108,8 @@ impl<M: Send + 'static> ActorRef<M> {
         timeout: Duration,
     ) -> Ask<R> {
         let (reply, ask) = ask::request(&self.cell.core().system, timeout);
-        self.tell(make(reply));
+        // `make` builds the message here: with room for it, if it is large.
+        large::with_room_if_large::<M, _>(move || self.tell(make(reply)));
         ask
     }
 
@@ -89,12 +122,12 @@ impl<M: Send + 'static> ActorRef<M> {
     /// Sends a PoisonPill (user lane, after what is queued), as
     /// [`ActorId::poison_pill`].
     pub fn poison_pill(&self) {
-        self.cell.send_user(Envelope::PoisonPill);
+        large::with_room_if_large::<M, _>(|| self.cell.send_user(Envelope::PoisonPill));
     }
 
     /// Sends Kill (user lane): the actor fails with [`Killed`](crate::Killed).
     pub fn kill(&self) {
-        self.cell.send_user(Envelope::Kill);
+        large::with_room_if_large::<M, _>(|| self.cell.send_user(Envelope::Kill));
     }
 
     /// Sends a PoisonPill and completes with `true` once the actor has
@@ -150,6 +183,68 @@ impl<M: Send + 'static> ActorRef<M> {
     pub fn is_terminated(&self) -> bool {
         self.cell.mailbox.is_closed()
     }
+}
+
+/// `tell` on this stack.
+#[inline(always)]
+fn tell_here<M: Send + 'static>(cell: &CellRef<M>, msg: M) {
+    cell.send_user(Envelope::Msg(msg))
+}
+
+/// `tell` of a message over `LARGE_MESSAGE` bytes, as a `fn(&CellRef<M>,
+/// M)`: the message stays where the caller put it (an argument this size
+/// is passed by address) until the send, with room for the copies it
+/// makes, takes it from there.
+fn large_tell<M: Send + 'static>() -> fn(&CellRef<M>, M) {
+    /// Takes the message as `ManuallyDrop`, so that taking it out by
+    /// address leaves nothing to drop here: a parameter of type `M` could
+    /// not be given up without a move, which a debug build makes a copy.
+    #[inline(never)]
+    fn send<M: Send + 'static>(cell: &CellRef<M>, mut msg: ManuallyDrop<M>) {
+        large::with_room_for::<M, _>(|| {
+            // SAFETY: taken once, here; `msg` is not used after.
+            let msg = unsafe { ManuallyDrop::take(&mut msg) };
+            cell.send_user(Envelope::Msg(msg))
+        });
+    }
+    let send: fn(&CellRef<M>, ManuallyDrop<M>) = send::<M>;
+    // SAFETY: `ManuallyDrop<M>` is `#[repr(transparent)]` over `M`, so
+    // `fn(&CellRef<M>, ManuallyDrop<M>)` and `fn(&CellRef<M>, M)` are
+    // ABI-compatible (std's `fn` documentation, "ABI compatibility":
+    // a `repr(transparent)` wrapper and its field), and calling the one
+    // through the other passes the same `M`, which the callee does not drop.
+    unsafe { std::mem::transmute::<fn(&CellRef<M>, ManuallyDrop<M>), fn(&CellRef<M>, M)>(send) }
+}
+
+/// `try_tell` of a message over `LARGE_MESSAGE` bytes, as `large_tell`
+/// does; a message handed back comes back boxed from the grown stack, in
+/// its result, which is moved from the box into the caller's.
+/// `try_tell`'s signature, with the message as `T` (`M`, or `ManuallyDrop<M>`).
+type TryTell<M, T> = fn(&ActorRef<M>, T) -> Result<(), TrySendError<M>>;
+
+fn large_try_tell<M: Send + 'static>() -> TryTell<M, M> {
+    /// As in `large_tell`.
+    #[inline(never)]
+    fn send<M: Send + 'static>(
+        to: &ActorRef<M>,
+        mut msg: ManuallyDrop<M>,
+    ) -> Result<(), TrySendError<M>> {
+        let refused = large::with_room_for::<M, _>(|| {
+            // SAFETY: taken once, here; `msg` is not used after.
+            let msg = unsafe { ManuallyDrop::take(&mut msg) };
+            to.try_tell_here(msg).err().map(|e| Box::new(Err(e)))
+        });
+        // The whole result is made in the box, so that moving it out is
+        // one copy into the caller's, with no temporary in this frame.
+        match refused {
+            None => Ok(()),
+            Some(refused) => *refused,
+        }
+    }
+    let send: TryTell<M, ManuallyDrop<M>> = send::<M>;
+    // SAFETY: as in `large_tell`: the two signatures differ only in an
+    // argument's `ManuallyDrop`, a `repr(transparent)` wrapper.
+    unsafe { std::mem::transmute::<TryTell<M, ManuallyDrop<M>>, TryTell<M, M>>(send) }
 }
 
 fn unwrap_msg<M: Send + 'static>(e: Envelope<M>) -> M {

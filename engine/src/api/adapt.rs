@@ -30,6 +30,7 @@ use crate::api::actor::{Actor, Props};
 use crate::api::actor_ref::{ActorId, ActorRef};
 use crate::api::context::{spawn, Context};
 use crate::error::SpawnError;
+use crate::runtime::large;
 use crate::supervision::failure::Outcome;
 
 type Map<N, M> = Arc<dyn Fn(N) -> M + Send + Sync>;
@@ -54,7 +55,10 @@ impl<N: Send + 'static, M: Send + 'static> Actor for Adapter<N, M> {
     }
 
     fn receive(&mut self, _ctx: &mut Context<Self>, msg: N) -> Outcome {
-        self.target.tell((self.map)(msg));
+        // The mapped message lives in this frame: with room for it, if it
+        // is large (the run has room for an `N` only).
+        let (target, map) = (&self.target, &self.map);
+        large::with_room_if_large::<M, _>(move || target.tell(map(msg)));
         Ok(())
     }
 

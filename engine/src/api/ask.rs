@@ -1,4 +1,4 @@
-//! Request-reply ([`Reply`], [`Ask`], [`AskError`]) and confirmed stops
+//! Request-reply ([`Reply`], [`Ask`], [`AskError`], [`NoReplyReason`]) and confirmed stops
 //! ([`GracefulStop`]). Both futures work on any executor and offer a
 //! blocking `wait()` for plain threads.
 
@@ -11,20 +11,63 @@ use std::time::{Duration, Instant};
 
 use crate::api::actor_ref::ActorId;
 use crate::api::promise::{Expiry, Slot};
+use crate::observe::dead_letters::dropping_dead_letter;
 use crate::runtime::signal::{SystemMsg, Watcher};
 use crate::runtime::system::ActorSystem;
 
 /// Why an [`Ask`] produced no answer.
+///
+/// To treat every [`NoReply`](AskError::NoReply) alike, match
+/// `AskError::NoReply(_)`; its [`NoReplyReason`] tells an actor that never
+/// got the request (it had terminated: a dead letter) from one that got it
+/// and dropped the [`Reply`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum AskError {
     /// No reply within the timeout. A reply that comes later goes to dead
     /// letters.
     #[error("no reply within {0:?}")]
     Timeout(Duration),
-    /// The request was dropped without a reply: the actor had terminated
-    /// (the request went to dead letters) or dropped the [`Reply`].
-    #[error("the request was dropped without a reply")]
-    NoReply,
+    /// The [`Reply`] was dropped unsent, at once (not at the timeout); the
+    /// reason says where.
+    #[error("the request was dropped without a reply: {0}")]
+    NoReply(NoReplyReason),
+}
+
+/// Where the [`Reply`] of an [`AskError::NoReply`] was dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum NoReplyReason {
+    /// The request was never handled: it became a dead letter, with the
+    /// `Reply` in it. The actor had terminated (or terminated with the
+    /// request still queued, or behind a PoisonPill), or it could not take
+    /// the request: a full bounded mailbox, a router without routees, a
+    /// backoff supervisor whose child is down.
+    DeadLetter,
+    /// Whoever held the `Reply` dropped it unsent: the handler (a bug, or
+    /// the actor failed while handling the request), or code the handler
+    /// gave it to.
+    Dropped,
+    /// The system terminated while the `Reply` was still held, unsent,
+    /// somewhere outside its actors.
+    SystemTerminated,
+}
+
+impl NoReplyReason {
+    /// A short description: `"dead letter"`, `"dropped"` or `"system
+    /// terminated"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NoReplyReason::DeadLetter => "dead letter",
+            NoReplyReason::Dropped => "dropped",
+            NoReplyReason::SystemTerminated => "system terminated",
+        }
+    }
+}
+
+impl fmt::Display for NoReplyReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 type AskSlot<R> = Slot<Result<R, AskError>>;
@@ -55,7 +98,12 @@ impl<R: Send + 'static> Reply<R> {
 impl<R: Send + 'static> Drop for Reply<R> {
     fn drop(&mut self) {
         if let Some(slot) = self.slot.take() {
-            let _ = slot.complete(Err(AskError::NoReply));
+            let reason = if dropping_dead_letter() {
+                NoReplyReason::DeadLetter
+            } else {
+                NoReplyReason::Dropped
+            };
+            let _ = slot.complete(Err(AskError::NoReply(reason)));
         }
     }
 }
@@ -73,7 +121,7 @@ impl<R: Send + 'static> fmt::Debug for Reply<R> {
 /// It resolves on time whatever the workers are doing (the timer thread
 /// itself completes it at the timeout, and `wait` keeps its own deadline),
 /// and it always resolves: if the system terminates first, with
-/// [`AskError::NoReply`].
+/// [`AskError::NoReply`] ([`NoReplyReason::SystemTerminated`]).
 #[must_use = "an ask does nothing useful unless its answer is awaited or waited for"]
 pub struct Ask<R> {
     slot: Arc<AskSlot<R>>,
@@ -194,7 +242,9 @@ pub(crate) fn request<R: Send + 'static>(
     let expiry = Expiry::new(
         Arc::clone(&slot),
         Err(AskError::Timeout(timeout)),
-        Err(AskError::NoReply),
+        // The timer is dropped unfired only when the system's timers stop,
+        // at its termination, with the `Reply` still held somewhere.
+        Err(AskError::NoReply(NoReplyReason::SystemTerminated)),
     );
     // On the timer thread itself: completing a slot only wakes its waiters,
     // and a timeout must not wait for a free worker.

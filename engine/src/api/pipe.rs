@@ -41,6 +41,7 @@ use crate::api::context::Context;
 use crate::api::actor_ref::ActorRef;
 use crate::api::ask::{Ask, AskError};
 use crate::runtime::contain::{contain, report};
+use crate::runtime::large;
 
 /// Pipe states (`PipeShared::state`), changed once from `PENDING` by
 /// compare-and-swap.
@@ -198,7 +199,18 @@ where
 }
 
 /// Maps `output` and tells it, unless the pipe was cancelled meanwhile.
+/// The message lives in this frame: with room for it, if it is large.
 fn deliver<T, M: Send + 'static>(
+    shared: &PipeShared,
+    target: &ActorRef<M>,
+    output: T,
+    map: impl FnOnce(T) -> M,
+) {
+    large::with_room_if_large::<M, _>(move || deliver_here(shared, target, output, map));
+}
+
+/// `deliver` on this stack.
+fn deliver_here<T, M: Send + 'static>(
     shared: &PipeShared,
     target: &ActorRef<M>,
     output: T,
@@ -269,10 +281,13 @@ where
         };
         drop(pending);
         drop(ask);
-        match catch_unwind(AssertUnwindSafe(|| map(answer))) {
-            Ok(msg) => target.tell(msg),
-            Err(payload) => panicked(&target, payload, "an ask pipe's mapping closure"),
-        }
+        // The message lives in this frame: with room for it, if it is large.
+        large::with_room_if_large::<M, _>(move || {
+            match catch_unwind(AssertUnwindSafe(|| map(answer))) {
+                Ok(msg) => target.tell(msg),
+                Err(payload) => panicked(&target, payload, "an ask pipe's mapping closure"),
+            }
+        });
     }
 }
 
@@ -393,7 +408,8 @@ impl<A: Actor> Context<A> {
     /// Asks `target` without blocking: sends `make(reply)` to it, and
     /// delivers the answer to this actor as the message `map(answer)`, or
     /// `map(Err(AskError::Timeout(..)))` after `timeout`, or
-    /// `map(Err(AskError::NoReply))` if the request is dropped unanswered.
+    /// `map(Err(AskError::NoReply(reason)))` if the request is dropped
+    /// unanswered.
     /// Exactly one message comes back, in the user lane.
     ///
     /// No task is spawned: the answer is mapped and told to this actor by

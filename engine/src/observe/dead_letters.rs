@@ -2,6 +2,7 @@
 //! on the event stream, and logged with a rate limit.
 
 use std::any::Any;
+use std::cell::Cell;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -63,12 +64,50 @@ impl DeadLetter {
 impl Drop for DeadLetter {
     /// The message is user code's: a panic in its `Drop` (the dead letter
     /// is dropped once published, often inside an actor's termination) is
-    /// logged and goes no further.
+    /// logged and goes no further. A [`Reply`](crate::Reply) in it fails
+    /// its ask with [`NoReplyReason::DeadLetter`](crate::NoReplyReason::DeadLetter)
+    /// (the thread is marked while the message drops: `dropping_dead_letter`).
     fn drop(&mut self) {
         // A zero-sized box: no allocation.
         let message = std::mem::replace(&mut self.message, Box::new(()));
+        let _dropping = DroppingDeadLetter::enter();
         contain("dropping a dead letter's message", || drop(message));
     }
+}
+
+thread_local! {
+    /// How many dead letters' messages this thread is dropping (nested:
+    /// a message may hold a cell whose queued messages become dead letters
+    /// as it goes).
+    static DROPPING: Cell<u32> = const { Cell::new(0) };
+}
+
+/// One dead letter's message being dropped on this thread.
+struct DroppingDeadLetter;
+
+impl DroppingDeadLetter {
+    fn enter() -> DroppingDeadLetter {
+        // A thread-local gone (a drop from another thread-local's
+        // destructor) only loses the reason: the ask fails as `Dropped`.
+        let _ = DROPPING.try_with(|n| n.set(n.get() + 1));
+        DroppingDeadLetter
+    }
+}
+
+impl Drop for DroppingDeadLetter {
+    fn drop(&mut self) {
+        let _ = DROPPING.try_with(|n| n.set(n.get() - 1));
+    }
+}
+
+/// Whether this thread is dropping a dead letter's message: a `Reply`
+/// dropped now was in a request that no handler got. The message is
+/// user code's, opaque here, so its `Reply` cannot be told otherwise; the
+/// drop is synchronous, on this thread, inside `DeadLetter::drop` (the
+/// letter is handed to subscribers by reference, so none can keep the
+/// message).
+pub(crate) fn dropping_dead_letter() -> bool {
+    DROPPING.try_with(|n| n.get() > 0).unwrap_or(false)
 }
 
 impl fmt::Debug for DeadLetter {

@@ -12,6 +12,7 @@ use std::sync::{Arc, RwLock};
 use crate::api::actor_ref::ActorRef;
 use crate::observe::dead_letters::DeadLetter;
 use crate::observe::events::{LifecycleEvent, SupervisionEvent, UnhandledMessage};
+use crate::runtime::large;
 
 /// How many built-in event types have a lock-free subscriber count.
 const BUILTIN: usize = 4;
@@ -263,10 +264,12 @@ impl EventStream {
                 if actor.is_terminated() {
                     return Keep::No;
                 }
-                match actor.try_tell(map(e)) {
+                // The message lives in this frame: with room for it, if it
+                // is large.
+                large::with_room_if_large::<M, _>(|| match actor.try_tell(map(e)) {
                     Err(err) if err.is_closed() => Keep::No,
                     _ => Keep::Yes,
-                }
+                })
             }),
         )
     }

@@ -1,6 +1,6 @@
 //! The system events published on the [`EventStream`](crate::EventStream):
 //! actor lifecycle ([`LifecycleEvent`]), supervision decisions
-//! ([`SupervisionEvent`]) and messages an actor declared unhandled
+//! ([`SupervisionEvent`], [`SupervisionReason`]) and messages an actor declared unhandled
 //! ([`UnhandledMessage`], see [`Context::unhandled`]).
 //!
 //! Publishing costs one relaxed atomic load when nobody subscribes: the
@@ -63,6 +63,13 @@ pub struct LifecycleEvent {
 
 /// A supervisor decided what to do with a failed child; published on the
 /// event stream before the directive is carried out.
+///
+/// `directive` is what is done to the child, which is the strategy's
+/// decision except when a restart is over the strategy's limit
+/// ([`SupervisorStrategy::max_retries`](crate::SupervisorStrategy::max_retries)
+/// within its window): then the child is stopped (with all-for-one, every
+/// child is), `directive` is [`Directive::Stop`] and `reason` is
+/// [`SupervisionReason::RestartLimitReached`].
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct SupervisionEvent {
@@ -72,8 +79,40 @@ pub struct SupervisionEvent {
     pub child: ActorId,
     /// Why it failed (its `Display` describes the cause).
     pub failure: Failure,
-    /// What the supervisor's strategy decided.
+    /// What the supervisor does with the child.
     pub directive: Directive,
+    /// Why that: the strategy's decision, or a restart over its limit.
+    pub reason: SupervisionReason,
+}
+
+/// Why a supervisor does what a [`SupervisionEvent`] reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum SupervisionReason {
+    /// The strategy's decider chose the directive.
+    Decided,
+    /// The decider chose Restart, but the child had already been restarted
+    /// `max_retries` times within the strategy's window: the child is
+    /// stopped instead ("limits on how often a child is allowed to fail
+    /// before terminating it").
+    RestartLimitReached,
+}
+
+impl SupervisionReason {
+    /// A short description, as the log line gives it: `"decided"` or
+    /// `"restart limit reached"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SupervisionReason::Decided => "decided",
+            SupervisionReason::RestartLimitReached => "restart limit reached",
+        }
+    }
+}
+
+impl fmt::Display for SupervisionReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// A message an actor declared unhandled with [`Context::unhandled`];
@@ -174,6 +213,7 @@ pub(crate) fn publish_supervision(
     child: &ActorId,
     failure: &Failure,
     directive: Directive,
+    reason: SupervisionReason,
 ) {
     let events = system.event_stream();
     if events.has_subscribers::<SupervisionEvent>() {
@@ -182,6 +222,7 @@ pub(crate) fn publish_supervision(
             child: child.clone(),
             failure: failure.clone(),
             directive,
+            reason,
         });
     }
 }

@@ -39,6 +39,7 @@ use crate::api::context::Context;
 use crate::patterns::stash::Stash;
 use crate::patterns::timer_state::{Disarm, Payload, SlotState, CANCELLED, DONE};
 use crate::runtime::contain::contain;
+use crate::runtime::large;
 use crate::runtime::signal::Envelope;
 
 impl Disarm for TimerHandle {
@@ -112,6 +113,12 @@ impl<M: Send + 'static> TimerSlot<M> {
     /// takes the envelope); a full or closed mailbox, whose handling makes
     /// the message for dead letters, is left to a worker.
     fn fire_inline(self: Arc<Self>) {
+        // Here and below: the envelope and the message are as large as the
+        // actor's messages; with room for them, if they are large.
+        large::with_room_if_large::<M, _>(move || self.fire_inline_here())
+    }
+
+    fn fire_inline_here(self: Arc<Self>) {
         if self.try_enqueue().is_err() {
             let handle = self.target.cell.core().system.scheduler_handle().clone();
             let unfired = Unfired::new(self);
@@ -122,6 +129,10 @@ impl<M: Send + 'static> TimerSlot<M> {
     /// The target is gone, or its system: ends the slot, handing its
     /// message to dead letters (as `take_for_dead_letter` says).
     fn dead_letter_now(&self) {
+        large::with_room_if_large::<M, _>(|| self.dead_letter_now_here())
+    }
+
+    fn dead_letter_now_here(&self) {
         if let Some(msg) = self.take_for_dead_letter() {
             let cell = &self.target.cell;
             cell.core()
@@ -152,6 +163,10 @@ impl<M: Send + 'static> TimerSlot<M> {
     /// hands the message to dead letters when the mailbox is full or
     /// closed.
     fn fire(self: Arc<Self>) {
+        large::with_room_if_large::<M, _>(move || self.fire_here())
+    }
+
+    fn fire_here(self: Arc<Self>) {
         let cell = &self.target.cell;
         match self.try_enqueue() {
             Ok(()) => {}
@@ -201,14 +216,16 @@ impl<M: Send + 'static> TimerSlot<M> {
     }
 
     fn cancel(&self) -> bool {
-        let Some(payload) = self.core.cancel() else {
-            return false;
-        };
-        // The message is dropped outside the lock, and its `Drop` is user
-        // code: a panic there must not cut short the stop or restart that
-        // cancels every timer of an actor.
-        contain("dropping a cancelled timer's message", || drop(payload));
-        true
+        large::with_room_if_large::<M, _>(|| {
+            let Some(payload) = self.core.cancel() else {
+                return false;
+            };
+            // The message is dropped outside the lock, and its `Drop` is
+            // user code: a panic there must not cut short the stop or
+            // restart that cancels every timer of an actor.
+            contain("dropping a cancelled timer's message", || drop(payload));
+            true
+        })
     }
 }
 
@@ -216,8 +233,10 @@ impl<M: Send + 'static> Drop for TimerSlot<M> {
     fn drop(&mut self) {
         // A repeating timer's closure, or a single message never taken
         // (the last reference may go on any thread, a worker's included).
-        let payload = self.core.take_payload();
-        contain("dropping a timer's message", || drop(payload));
+        large::with_room_if_large::<M, _>(|| {
+            let payload = self.core.take_payload();
+            contain("dropping a timer's message", || drop(payload));
+        });
     }
 }
 
@@ -443,6 +462,15 @@ impl<M: Send + 'static> ActorRef<M> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn tell_after(&self, delay: Duration, msg: M) -> Cancellable {
+        if const { large::is_large::<M>() } {
+            // Boxed at once, and the slot made with room for the message.
+            let msg = Box::new(msg);
+            return large::with_room_for::<M, _>(move || self.tell_after_here(delay, *msg));
+        }
+        self.tell_after_here(delay, msg)
+    }
+
+    fn tell_after_here(&self, delay: Duration, msg: M) -> Cancellable {
         let slot = start(self, delay, Payload::Once(Some(msg)), None, None, false);
         Cancellable::new(&slot)
     }
@@ -457,6 +485,11 @@ impl<M: Send + 'static> ActorRef<M> {
     where
         M: Clone,
     {
+        if const { large::is_large::<M>() } {
+            // The closure holds the message boxed: it is moved a few times.
+            let msg = Box::new(msg);
+            return self.tell_every_with(initial, interval, move || M::clone(&msg));
+        }
         self.tell_every_with(initial, interval, move || msg.clone())
     }
 

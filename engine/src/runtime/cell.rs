@@ -30,6 +30,7 @@ use crate::api::actor::Actor;
 use crate::api::actor_ref::{ActorId, ActorRef};
 use crate::runtime::contain::{contain, report};
 use crate::runtime::driver::Driver;
+use crate::runtime::large;
 use crate::runtime::signal::{AutoMsg, Envelope, SystemMsg, Watcher};
 use crate::runtime::system::ActorSystem;
 use crate::supervision::strategy::RestartStats;
@@ -227,12 +228,15 @@ impl<A: Actor> ActorCell<A> {
     ) -> Result<Enqueued, TrySendError<AutoMsg>> {
         // SAFETY: the caller's contract.
         let cell = unsafe { Self::from_core(core) };
-        cell.mailbox
-            .enqueue_user(Envelope::from(msg))
-            .map_err(|e| match e {
-                TrySendError::Full(_) => TrySendError::Full(msg),
-                TrySendError::Closed(_) => TrySendError::Closed(msg),
-            })
+        // The envelope is as large as the actor's messages.
+        large::with_room_if_large::<A::Msg, _>(|| {
+            cell.mailbox
+                .enqueue_user(Envelope::from(msg))
+                .map_err(|e| match e {
+                    TrySendError::Full(_) => TrySendError::Full(msg),
+                    TrySendError::Closed(_) => TrySendError::Closed(msg),
+                })
+        })
     }
 
     /// # Safety
@@ -868,7 +872,23 @@ fn run_here(runnable: Arc<dyn Runnable>) {
 }
 
 impl<A: Actor> Runnable for ActorCell<A> {
+    #[inline]
     fn run(self: Arc<Self>, budget: &mut Budget) -> RunOutcome {
+        // A run moves the actor's messages by value, from the mailbox to
+        // `receive`: with room for them, if they are large.
+        if const { large::is_large::<A::Msg>() } {
+            large::with_room_for::<A::Msg, _>(move || self.run_held(budget))
+        } else {
+            self.run_held(budget)
+        }
+    }
+}
+
+impl<A: Actor> ActorCell<A> {
+    /// The run, on this stack. Inlined into `run` (the small messages'
+    /// path is what it was); its frame holds no message.
+    #[inline(always)]
+    fn run_held(self: Arc<Self>, budget: &mut Budget) -> RunOutcome {
         let driver = self.driver.get();
         // The scheduler runs this cell only when it was submitted by the
         // winner of its run-state (`Enqueued::MustSchedule`), by a

@@ -20,7 +20,9 @@ use proscenium_scheduler::Budget;
 use crate::api::actor::{Actor, Factory, Props};
 use crate::api::actor_ref::ActorId;
 use crate::api::context::Context;
-use crate::observe::events::{publish_lifecycle, publish_supervision, LifecycleKind};
+use crate::observe::events::{
+    publish_lifecycle, publish_supervision, LifecycleKind, SupervisionReason,
+};
 use crate::patterns::timers::{Extras, TimerSlot};
 use crate::runtime::cell::{run_callback, undeliverable_system, ActorCell, RunEnd};
 use crate::runtime::contain::contain;
@@ -449,6 +451,16 @@ impl<A: Actor> Driver<A> {
     /// Restart, steps 4 to 7: new instance, `post_restart`, restart the
     /// surviving children, resume.
     fn finish_recreate(&mut self, failure: Option<Failure>) {
+        // Step 6 restarts "all children which were not killed in step 3":
+        // the children there are now, before the new instance runs. One
+        // that `post_restart` (or the `pre_start` it calls) creates is not
+        // a survivor: it starts once and is not restarted (Akka's
+        // `finishRecreate` takes `val survivors = children` first too).
+        // None of them is stopping: `restart_progress` waited for those.
+        let survivors: Vec<ActorId> = match failure {
+            Some(_) => self.cell().core().children().ids().cloned().collect(),
+            None => Vec::new(),
+        };
         // SAFETY: we hold the run.
         unsafe { self.cell().mailbox.resume() };
         self.failed = false;
@@ -468,14 +480,14 @@ impl<A: Actor> Driver<A> {
         };
         publish_lifecycle(self.actor_system(), || self.me(), kind);
         if let Some(failure) = failure {
-            let survivors: Vec<ActorId> = self
-                .cell()
-                .core()
-                .children()
-                .iter()
-                .filter(|(_, r)| !r.stopping())
-                .map(|(id, _)| id.clone())
-                .collect();
+            // Less any survivor the new instance has stopped meanwhile.
+            let survivors: Vec<ActorId> = {
+                let children = self.cell().core().children();
+                survivors
+                    .into_iter()
+                    .filter(|c| children.get(c).is_some_and(|r| !r.stopping()))
+                    .collect()
+            };
             for child in survivors {
                 child.send_system(SystemMsg::Recreate(failure.clone()));
             }
@@ -515,66 +527,84 @@ impl<A: Actor> Driver<A> {
             return;
         }
         let strategy = self.strategy();
-        let directive = strategy.decide(&failure);
+        let decided = strategy.decide(&failure);
+        // What is done: the decision, unless it is a restart over the
+        // strategy's limit, which stops instead ("limits on how often a
+        // child is allowed to fail before terminating it"). Worked out
+        // before the event and the log line, so both say what is done.
+        let now = Instant::now();
+        let (directive, reason) = match decided {
+            Directive::Restart if !self.restart_allowed(&strategy, &child, now) => {
+                (Directive::Stop, SupervisionReason::RestartLimitReached)
+            }
+            decided => (decided, SupervisionReason::Decided),
+        };
         publish_supervision(
             self.actor_system(),
             || self.me(),
             &child,
             &failure,
             directive,
+            reason,
         );
         if strategy.logs() {
-            match directive {
-                Directive::Escalate => {}
-                Directive::Resume => {
+            match (directive, reason) {
+                (Directive::Escalate, _) => {}
+                (Directive::Resume, _) => {
                     tracing::warn!(actor = %child, %failure, ?directive, "actor failed")
                 }
-                Directive::Restart | Directive::Stop => {
+                (Directive::Stop, SupervisionReason::RestartLimitReached) => {
+                    tracing::error!(
+                        actor = %child,
+                        %failure,
+                        ?directive,
+                        reason = reason.as_str(),
+                        max_retries = strategy.retry_limit(),
+                        "actor failed"
+                    )
+                }
+                (Directive::Restart | Directive::Stop, _) => {
                     tracing::error!(actor = %child, %failure, ?directive, "actor failed")
                 }
             }
         }
-        let now = Instant::now();
         match (directive, strategy.kind()) {
             (Directive::Resume, _) => child.send_system(SystemMsg::Resume { by_failure: true }),
             (Directive::Restart, StrategyKind::OneForOne) => {
-                let allowed = {
-                    let mut children = self.cell().core().children();
-                    let record = children.get_mut(&child).expect("checked above");
-                    strategy.restart_allowed(record.stats(), now)
-                };
-                if allowed {
-                    child.send_system(SystemMsg::Recreate(failure));
-                } else {
-                    self.stop_child(&child);
-                }
+                child.send_system(SystemMsg::Recreate(failure));
             }
             (Directive::Restart, StrategyKind::AllForOne) => {
-                let (allowed, all) = {
-                    let mut children = self.cell().core().children();
-                    let allowed = children
-                        .iter_mut()
-                        .all(|(_, r)| strategy.restart_allowed(r.stats(), now));
-                    let all: Vec<ActorId> = children.ids().cloned().collect();
-                    (allowed, all)
-                };
+                let all: Vec<ActorId> = self.cell().core().children().ids().cloned().collect();
                 for c in &all {
-                    if allowed {
-                        if *c != child {
-                            c.send_system(SystemMsg::Suspend);
-                        }
-                        c.send_system(SystemMsg::Recreate(failure.clone()));
-                    } else {
-                        self.stop_child(c);
+                    if *c != child {
+                        c.send_system(SystemMsg::Suspend);
                     }
+                    c.send_system(SystemMsg::Recreate(failure.clone()));
                 }
             }
             (Directive::Stop, StrategyKind::OneForOne) => self.stop_child(&child),
+            // Also when every child was to restart and not all of them may.
             (Directive::Stop, StrategyKind::AllForOne) => self.ctx.stop_all_children(),
             (Directive::Escalate, _) => {
                 self.ctx.rare_mut().awaiting.perpetrator = Some(child.clone());
                 self.fail(failure, SuspendChildren::AllBut(child));
             }
+        }
+    }
+
+    /// Whether the strategy allows a restart now, counting it in the
+    /// restart statistics: of the failed child (one-for-one), or of every
+    /// child (all-for-one: each is restarted, so each must be allowed).
+    fn restart_allowed(&self, strategy: &SupervisorStrategy, child: &ActorId, now: Instant) -> bool {
+        let mut children = self.cell().core().children();
+        match strategy.kind() {
+            StrategyKind::OneForOne => {
+                let record = children.get_mut(child).expect("checked by handle_failure");
+                strategy.restart_allowed(record.stats(), now)
+            }
+            StrategyKind::AllForOne => children
+                .iter_mut()
+                .all(|(_, r)| strategy.restart_allowed(r.stats(), now)),
         }
     }
 
@@ -716,14 +746,18 @@ impl<A: Actor> Driver<A> {
             })
         };
         let me = self.me();
+        // The Stopped event goes first, before anyone can learn of the end
+        // (an actor subscribed to the event stream is removed by it, and a
+        // monitor sees it before a watcher is told); then the signals held
+        // back during the drain: a watch that came meanwhile is answered.
+        contain("publishing an actor's stop", || {
+            publish_lifecycle(self.actor_system(), || me.clone(), LifecycleKind::Stopped);
+        });
         for msg in held {
             contain("answering a signal to a terminated actor", || {
                 undeliverable_system(&me, msg);
             });
         }
-        contain("publishing an actor's stop", || {
-            publish_lifecycle(self.actor_system(), || me.clone(), LifecycleKind::Stopped);
-        });
         let parent = self.cell().core().parent.clone();
         if let Some(parent) = &parent {
             parent.send_system(SystemMsg::DeathWatchNotification(me.clone()));

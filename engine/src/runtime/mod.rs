@@ -17,6 +17,8 @@ pub(crate) mod drain;
 pub(crate) mod driver;
 /// The guardians `/`, `/user` and `/system`.
 pub(crate) mod guardian;
+/// Messages too large to move by value on an ordinary stack.
+pub(crate) mod large;
 /// What travels in a cell's lanes: system messages and envelopes.
 pub(crate) mod signal;
 /// `ActorSystem`, `SystemBuilder`, termination.

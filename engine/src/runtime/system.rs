@@ -248,15 +248,14 @@ impl SystemBuilder {
     /// less than [`MIN_STACK_SIZE`](proscenium_scheduler::MIN_STACK_SIZE)
     /// (64 KiB) with a [`SystemError::Scheduler`] naming the setting.
     ///
-    /// Actors run on these stacks, and messages are moved by value through
-    /// a few frames of the send and receive path (some keep a copy each), so
-    /// a message of a few hundred KiB (a large array inside the message
-    /// type) can overflow the default stack, which aborts the process.
-    /// Measured with a 1 MiB message: 10–12 MiB of stack in an optimised
-    /// build, 24–32 MiB in a debug build. Box large payloads (`Box<[u8]>`,
-    /// `Vec`), or raise this. A large message type also costs stack on the
-    /// thread that spawns the actor (its mailbox is built by value) and on
-    /// any thread outside the workers that sends to it.
+    /// Actors run on these stacks. Messages are moved by value through a
+    /// few frames of the send and receive path, some keeping a copy each
+    /// (for a 1 MiB message: 10–12 MiB of stack in an optimised build,
+    /// 24–32 MiB in a debug build), but a message type over 8 KiB does not
+    /// need this raised: its sends and its actors' runs go on a stack grown
+    /// for them when the current one lacks the room (decision 0022). Raise
+    /// it for deep recursion in handlers, or so that large messages find
+    /// the room without a stack of their own.
     ///
     /// ```
     /// use proscenium::ActorSystem;
