@@ -8,7 +8,8 @@
 //! once; that `pre_start` and `post_stop` pair up at every level and on
 //! every instance; that the termination is clean with no cell left; and
 //! that RSS did not grow from the 2nd minute (a third of a run shorter than
-//! 3 minutes) to the end (beyond `soak::rss_tolerance`). See `soak.rs` and
+//! 3 minutes) to the end (beyond `soak::rss_allowed`: a tolerance, and room
+//! for the cells a restart storm holds above the base). See `soak.rs` and
 //! docs/decisions/0016-chaos-and-sanitizers.md.
 //!
 //! ```sh
