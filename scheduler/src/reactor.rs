@@ -306,7 +306,7 @@ impl Reactor {
         let Poller { poll, events, .. } = poller;
         match parker.park_driver(|| poll.poll(events, None)) {
             None => false,
-            Some(result) => self.inner.dispatch(shard, &mut guard, result),
+            Some(result) => self.inner.dispatch(shard, &mut guard, result, || {}),
         }
     }
 
@@ -318,7 +318,7 @@ impl Reactor {
     pub(crate) fn poll_now(&self, worker: usize) -> bool {
         match self.inner.shards.get() {
             None => false,
-            Some(shards) => self.poll_shard_now(shards, worker),
+            Some(shards) => self.poll_shard_now(shards, worker, || {}),
         }
     }
 
@@ -326,16 +326,22 @@ impl Reactor {
     /// been in one run since the monitor's last look: its sockets' events
     /// would wait for that run to end. Polls without blocking, unless its
     /// worker (or anyone) holds the poll; the tasks woken go to the
-    /// injector, for any worker.
-    pub(crate) fn rescue(&self, worker: usize) -> bool {
+    /// injector, for any worker. `counted` runs before they are woken, if
+    /// any are (so whoever sees their effect sees what it counts).
+    pub(crate) fn rescue(&self, worker: usize, counted: impl FnOnce()) -> bool {
         match self.inner.shards.get() {
             None => false,
-            Some(shards) => self.poll_shard_now(shards, worker),
+            Some(shards) => self.poll_shard_now(shards, worker, counted),
         }
     }
 
     #[cold]
-    fn poll_shard_now(&self, shards: &[CachePadded<Shard>], worker: usize) -> bool {
+    fn poll_shard_now(
+        &self,
+        shards: &[CachePadded<Shard>],
+        worker: usize,
+        before_wake: impl FnOnce(),
+    ) -> bool {
         let Some(shard) = shards.get(worker) else {
             return false;
         };
@@ -350,7 +356,7 @@ impl Reactor {
             return false;
         };
         let result = poll.poll(events, Some(Duration::ZERO));
-        self.inner.dispatch(shard, &mut guard, result)
+        self.inner.dispatch(shard, &mut guard, result, before_wake)
     }
 
     /// Wakes worker `worker` blocked in its shard's poll (a parked worker
@@ -467,8 +473,15 @@ impl ReactorInner {
     /// wakers (outside the slab's lock: a wake submits a task, and may
     /// unpark a worker). Returns whether it woke any. On a poll error other
     /// than `Interrupted`, fails every source of the shard and drops its
-    /// poll (its worker parks on its condvar from then on).
-    fn dispatch(&self, shard: &Shard, guard: &mut Option<Poller>, result: io::Result<()>) -> bool {
+    /// poll (its worker parks on its condvar from then on). `before_wake`
+    /// runs once before the wakers are woken, if there are any.
+    fn dispatch(
+        &self,
+        shard: &Shard,
+        guard: &mut Option<Poller>,
+        result: io::Result<()>,
+        before_wake: impl FnOnce(),
+    ) -> bool {
         if let Err(e) = result {
             if e.kind() == io::ErrorKind::Interrupted {
                 return false;
@@ -521,6 +534,9 @@ impl ReactorInner {
             }
         }
         let woke = !wakers.is_empty();
+        if woke {
+            before_wake();
+        }
         for waker in wakers.drain(..) {
             waker.wake();
         }

@@ -248,8 +248,12 @@ impl Monitor {
             // wait for that run to end: poll them (the rescue does nothing
             // while the worker itself holds its poll, as a parked one
             // does; the tasks woken go to the injector).
-            if runs == std::mem::replace(&mut self.seen_runs[i], runs) && shared.reactor.rescue(i) {
-                crate::metrics::Counters::bump(&shared.counters[i].io_rescued);
+            if runs == std::mem::replace(&mut self.seen_runs[i], runs) {
+                // Counted before the tasks are woken: whoever sees them run
+                // sees the count.
+                shared.reactor.rescue(i, || {
+                    crate::metrics::Counters::bump(&shared.counters[i].io_rescued);
+                });
             }
             if !slot.is_full() {
                 self.seen_full[i] = None;

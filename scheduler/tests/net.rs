@@ -407,11 +407,16 @@ fn a_socket_of_a_worker_stuck_in_a_long_run_is_polled_for_it() {
     let got = Arc::new(AtomicBool::new(false));
     let (waiting_tx, waiting_rx) = mpsc::channel();
 
+    // Connected here, registered in the task below: with no await between
+    // the registration and the long run, the run is on the worker whose
+    // shard the stream joined (an await could resume the task elsewhere).
+    let client = std::net::TcpStream::connect(addr).unwrap();
+    let (mut peer, _) = server.accept().unwrap();
     let spawner = handle.clone();
     let got_in_run = Arc::clone(&got);
     let long_run = handle.spawn(async move {
         // Registered from this worker: the stream joins its shard.
-        let mut stream = TcpStream::connect(&spawner, addr).await.unwrap();
+        let mut stream = TcpStream::from_std(&spawner, client).unwrap();
         let got_in_reader = Arc::clone(&got_in_run);
         let reader = spawner.spawn(async move {
             let mut byte = [0u8; 1];
@@ -435,7 +440,6 @@ fn a_socket_of_a_worker_stuck_in_a_long_run_is_polled_for_it() {
         }
         (got_in_run.load(Ordering::Acquire), reader)
     });
-    let (mut peer, _) = server.accept().unwrap();
     // The reader waits (its first poll ran on the other worker, once the
     // monitor took it from the stuck worker's LIFO slot): now the byte.
     waiting_rx.recv_timeout(support::FAILSAFE).unwrap();
