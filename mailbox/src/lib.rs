@@ -40,6 +40,7 @@
 //!     assert_eq!(mb.release(), Release::Idle);
 //! }
 //! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]

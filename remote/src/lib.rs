@@ -147,6 +147,7 @@
 //! assert_eq!(counter.ask(Cmd::Get, Duration::from_secs(1)).wait()?, 2);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 
 // The unit tests share the integration tests' support (a real

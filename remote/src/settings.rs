@@ -755,7 +755,7 @@ mod tests {
     /// shown commented out, as only one may be set).
     #[test]
     fn the_readme_examples_parse_and_show_every_key() {
-        let readme = include_str!("../../README.md");
+        let readme = include_str!("../README.md");
         let blocks: Vec<&str> = readme
             .split("```toml\n")
             .skip(1)

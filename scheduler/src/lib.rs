@@ -65,6 +65,7 @@
 //! assert_eq!(report.runnables_left, 0);
 //! # Ok::<(), proscenium_scheduler::BuildError>(())
 //! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]

@@ -12,6 +12,7 @@
 //! This crate knows phases, tasks and the scheduler, not actors: the engine
 //! adds the actor-termination tasks and terminates the system in the last
 //! phase.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 
 mod config;
