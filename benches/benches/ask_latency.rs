@@ -168,7 +168,7 @@ fn main() {
     let only: Option<Vec<String>> = std::env::var("ASK_ONLY")
         .ok()
         .map(|v| v.split(',').map(str::to_owned).collect());
-    let wanted = |name: &str| only.as_ref().map_or(true, |o| o.iter().any(|x| x == name));
+    let wanted = |name: &str| only.as_ref().is_none_or(|o| o.iter().any(|x| x == name));
     let contenders: [(&str, &dyn Fn() -> Run); 3] = [
         ("proscenium", &|| pro::run(n, true)),
         ("proscenium-unpinned", &|| pro::run(n, false)),

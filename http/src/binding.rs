@@ -141,6 +141,33 @@ impl Http {
     /// does not wait on anything (no actor, no I/O readiness), so the error
     /// (address in use, permission denied) is returned at once and a plain
     /// thread needs no executor to start a server.
+    ///
+    /// **Tie it to the system's shutdown.** A binding is not part of the
+    /// system's [coordinated shutdown](proscenium::CoordinatedShutdown)
+    /// until [`ServerBinding::add_to_coordinated_shutdown`] puts it there.
+    /// Without that, a SIGTERM (or `ActorSystem::terminate`) stops the
+    /// system under the server instead of terminating the server first:
+    /// keep-alive connections are cut instead of closed after their
+    /// response, and requests that need an actor meanwhile get a 503. A
+    /// service calls it right after binding (as the `server` example
+    /// does):
+    ///
+    /// ```no_run
+    /// # use http::{Request, Response};
+    /// # use proscenium::ActorSystem;
+    /// # use proscenium_http::{Body, Http};
+    /// # use std::time::Duration;
+    /// # let system = ActorSystem::builder().build()?;
+    /// let binding = Http::bind(&system, "0.0.0.0:8080".parse()?, |_: Request<Body>| async {
+    ///     Response::new(Body::from("hello"))
+    /// })?;
+    /// // SIGTERM: unbind, finish what is in flight (3 s at most), then stop.
+    /// binding.add_to_coordinated_shutdown(system.coordinated_shutdown(), Duration::from_secs(3))?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// A test or a short-lived server may instead call
+    /// [`ServerBinding::terminate`] itself, as the examples below do.
     pub fn bind<H, F>(
         system: &ActorSystem,
         addr: SocketAddr,

@@ -10,7 +10,7 @@ use futures_io::{AsyncRead, AsyncWrite};
 use http::{Method, Request, Response, StatusCode, Version};
 use proscenium::net::TcpStream;
 use proscenium::Handle;
-use proscenium_scheduler::Sleep;
+use proscenium::Sleep;
 use std::future::{poll_fn, Future};
 use std::io;
 use std::net::Shutdown;

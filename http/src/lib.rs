@@ -37,6 +37,9 @@
 //! * [`ServerBinding::add_to_coordinated_shutdown`] puts these steps into a
 //!   [`CoordinatedShutdown`](proscenium::CoordinatedShutdown)'s
 //!   `service-unbind`, `service-requests-done` and `service-stop` phases.
+//!   **A service calls it right after binding**: a binding not tied so is
+//!   cut, not terminated, when the system shuts down on SIGTERM (see
+//!   [`Http::bind`]).
 //!
 //! Observability: [`ServerBinding::metrics`] reads the server's counters
 //! ([`ServerMetrics`]: connections, requests in the handler, responses by
@@ -78,6 +81,7 @@
 //! system.terminate().wait();
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 #![doc(test(attr(deny(warnings))))]
 

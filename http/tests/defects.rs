@@ -228,7 +228,7 @@ fn a_refused_body_sent_in_full_still_gets_the_whole_refusal() {
     let mut c = connect(&binding);
     let mut request =
         format!("POST /big HTTP/1.1\r\nHost: x\r\nContent-Length: {BIG}\r\n\r\n").into_bytes();
-    request.extend(std::iter::repeat(b'b').take(BIG));
+    request.extend(std::iter::repeat_n(b'b', BIG));
     for _ in 0..3 {
         request.extend_from_slice(b"GET /pipelined HTTP/1.1\r\nHost: x\r\n\r\n");
     }
@@ -253,7 +253,7 @@ fn garbage_followed_by_much_more_still_gets_the_whole_400() {
     let binding = serve(&system, ServerSettings::default());
     let mut c = connect(&binding);
     let mut request = b"NOT HTTP AT ALL\r\n\r\n".to_vec();
-    request.extend(std::iter::repeat(b'g').take(BIG));
+    request.extend(std::iter::repeat_n(b'g', BIG));
     write_all_or_reset(&mut c, &request);
     let a = read_answer(&mut c);
     assert_eq!(a.status, 400);
@@ -298,7 +298,7 @@ fn a_closing_response_with_a_pipelined_request_behind_it_arrives_whole() {
     requests.extend_from_slice(
         format!("POST /after HTTP/1.1\r\nHost: x\r\nContent-Length: {body}\r\n\r\n").as_bytes(),
     );
-    requests.extend(std::iter::repeat(b'p').take(body));
+    requests.extend(std::iter::repeat_n(b'p', body));
     write_all_or_reset(&mut c, &requests);
     // The server is done writing (it closed, or it lingers) before the
     // client reads a byte.

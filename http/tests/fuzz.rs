@@ -425,7 +425,7 @@ fn chunk_sizes_of_up_to_16_hex_digits() {
                 b"POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
             if first > 0 {
                 bytes.extend_from_slice(format!("{first:x}\r\n").as_bytes());
-                bytes.extend(std::iter::repeat(b'a').take(first));
+                bytes.extend(std::iter::repeat_n(b'a', first));
                 bytes.extend_from_slice(b"\r\n");
             }
             let line = if padded {
@@ -440,7 +440,7 @@ fn chunk_sizes_of_up_to_16_hex_digits() {
                 // The size line was the last chunk: the empty trailers.
                 bytes.extend_from_slice(b"\r\n");
             } else if fits {
-                bytes.extend(std::iter::repeat(b'b').take(size as usize));
+                bytes.extend(std::iter::repeat_n(b'b', size as usize));
                 bytes.extend_from_slice(b"\r\n0\r\n\r\n");
             }
             let out = exchange(&binding, &bytes, &[]).map_err(|_| TestCaseError::fail("reset"))?;

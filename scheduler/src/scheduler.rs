@@ -282,6 +282,11 @@ impl Handle {
     ///
     /// Refused (the runnable is handed back) from outside the workers once
     /// [`Scheduler::quiesce`] has started.
+    ///
+    /// Hidden from the docs: the engine's plumbing, not part of the API an
+    /// application uses (`proscenium::Handle` is this type); it may change
+    /// in any release.
+    #[doc(hidden)]
     #[inline]
     pub fn submit(&self, runnable: Arc<dyn Runnable>) -> Result<(), SubmitError> {
         self.shared.submit(runnable)
@@ -295,6 +300,11 @@ impl Handle {
     ///
     /// Refused (the runnable is handed back) from outside the workers once
     /// [`Scheduler::quiesce`] has started.
+    ///
+    /// Hidden from the docs: the engine's plumbing, not part of the API an
+    /// application uses (`proscenium::Handle` is this type); it may change
+    /// in any release.
+    #[doc(hidden)]
     pub fn submit_urgent(&self, runnable: Arc<dyn Runnable>) -> Result<(), SubmitError> {
         self.shared.submit_urgent(runnable)
     }

@@ -157,6 +157,11 @@ impl Handle {
     /// everything queued (later wake-ups queue as usual). For control-plane
     /// work such as a shutdown's state machine; dropping the handle detaches
     /// the task.
+    ///
+    /// Hidden from the docs: the engine's plumbing, not part of the API an
+    /// application uses (`proscenium::Handle` is this type); it may change
+    /// in any release.
+    #[doc(hidden)]
     pub fn spawn_urgent<F>(&self, future: F) -> JoinHandle<F::Output>
     where
         F: Future + Send + 'static,

@@ -409,6 +409,11 @@ impl Handle {
     /// they must be short and must not block, or every timer waits; a
     /// panic is caught and logged. The engine uses it to put a timer's
     /// message into its actor's mailbox.
+    ///
+    /// Hidden from the docs: the engine's plumbing, not part of the API an
+    /// application uses (`proscenium::Handle` is this type); it may change
+    /// in any release.
+    #[doc(hidden)]
     pub fn schedule_inline(
         &self,
         delay: Duration,

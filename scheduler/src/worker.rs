@@ -351,7 +351,7 @@ impl LoopState<'_> {
     fn next_local(&mut self) -> Option<Job> {
         let local = self.local;
         self.tick = self.tick.wrapping_add(1);
-        if self.tick % INJECTOR_INTERVAL == 0 {
+        if self.tick.is_multiple_of(INJECTOR_INTERVAL) {
             if local.shared.idle.is_shutdown() {
                 return None;
             }

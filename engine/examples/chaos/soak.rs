@@ -592,7 +592,7 @@ impl Actor for Leaf {
         *self.books.leaves[self.slot]
             .lock()
             .unwrap_or_else(|p| p.into_inner()) = Some(ctx.self_ref());
-        if self.slot % 16 == 0 {
+        if self.slot.is_multiple_of(16) {
             ctx.start_timer_with_fixed_delay("tick", LeafMsg::Tick, Duration::from_millis(50));
         }
         Ok(())
@@ -779,7 +779,7 @@ impl Actor for Mid {
     }
 
     fn supervisor_strategy(&self) -> SupervisorStrategy {
-        strategy(self.index % 2 == 0, 0)
+        strategy(self.index.is_multiple_of(2), 0)
     }
 }
 
@@ -838,7 +838,7 @@ impl Actor for Top {
     }
 
     fn supervisor_strategy(&self) -> SupervisorStrategy {
-        strategy(self.index % 2 == 0, 1)
+        strategy(self.index.is_multiple_of(2), 1)
     }
 }
 
@@ -911,7 +911,9 @@ fn produce(cfg: &Config, p: usize, books: &Books, deadline: Option<Instant>) -> 
     loop {
         match cfg.length {
             Length::Messages(n) if sent.messages >= n => break,
-            Length::Time(_) if k % 256 == 0 && deadline.is_some_and(|d| Instant::now() >= d) => {
+            Length::Time(_)
+                if k.is_multiple_of(256) && deadline.is_some_and(|d| Instant::now() >= d) =>
+            {
                 break
             }
             _ => {}

@@ -764,7 +764,7 @@ impl Children {
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.table().map_or(true, |t| t.by_uid.is_empty())
+        self.table().is_none_or(|t| t.by_uid.is_empty())
     }
 
     /// Every child with its state.

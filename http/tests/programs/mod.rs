@@ -32,6 +32,22 @@ pub fn present(program: &str) -> bool {
 /// [`present`] with the requirement given (tested without touching the
 /// process's environment, which tests running in parallel share).
 pub fn present_when(program: &str, required: bool) -> bool {
+    match availability(program, required) {
+        Ok(()) => true,
+        Err(skipped) => {
+            // On the real stderr, not the harness's captured output, so
+            // that the skip shows beside the test's `ok`.
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "{skipped}");
+            false
+        }
+    }
+}
+
+/// Whether `program` starts: `Ok` if it does; if not, a panic naming it
+/// when `required`, else the `SKIPPED` line [`present_when`] prints (the
+/// self-test reads it instead, so that a passing run prints no skip).
+pub fn availability(program: &str, required: bool) -> Result<(), String> {
     let started = Command::new(program)
         .arg("--version")
         .stdin(Stdio::null())
@@ -39,22 +55,17 @@ pub fn present_when(program: &str, required: bool) -> bool {
         .stderr(Stdio::null())
         .status();
     match started {
-        Ok(_) => true,
+        Ok(_) => Ok(()),
         Err(e) => {
             assert!(
                 !required,
                 "{program} is required ({REQUIRE_PROGRAMS}=1) but cannot be run: {e} \
                  (install it: .ci/run's \"programs the tests drive\" step does)"
             );
-            // On the real stderr, not the harness's captured output, so
-            // that the skip shows beside the test's `ok`.
-            use std::io::Write;
-            let _ = writeln!(
-                std::io::stderr(),
+            Err(format!(
                 "SKIPPED: {program} cannot be run ({e}); install it, or set \
                  {REQUIRE_PROGRAMS}=1 to make this a failure"
-            );
-            false
+            ))
         }
     }
 }

@@ -89,7 +89,7 @@ impl Resizer {
 
     /// Whether the message numbered `routed` (from 0) triggers a check.
     pub(crate) fn is_time_for_resize(&self, routed: u64) -> bool {
-        routed % self.messages_per_resize == 0
+        routed.is_multiple_of(self.messages_per_resize)
     }
 
     /// `size` clamped to the bounds (the initial pool size).
