@@ -256,6 +256,7 @@ pub use crate::patterns::routing::{Broadcast, Group, Pool, Resizer, Router, Rout
 pub use crate::patterns::stash::StashOverflowError;
 pub use crate::patterns::timers::{Cancellable, TimerKey};
 // The runtime: the system, its settings and its shutdown.
+pub use crate::runtime::config::SchedulerSettings;
 pub use crate::runtime::coordinated::CoordinatedShutdownExt;
 pub use crate::runtime::system::{ActorSystem, SystemBuilder, Termination, TerminationReport};
 // Errors.
@@ -266,6 +267,9 @@ pub use proscenium_scheduler::net;
 /// The scheduler's handle and task types, as [`ActorSystem::scheduler_handle`]
 /// and [`ActorSystem::spawn_task`] return them.
 pub use proscenium_scheduler::{Handle, JoinError, JoinHandle};
+/// Configuration through serde: the TOML reader and the value formats
+/// every proscenium section shares.
+pub use proscenium_shutdown::de;
 pub use proscenium_shutdown::{
     AddTaskError, CancellableTask, ConfigError, CoordinatedShutdown, Phase, PhaseConfig, Reason,
     RunState, ShutdownConfig, ShutdownError, ShutdownRun, ShutdownState, TaskError, TaskFailure,
