@@ -24,10 +24,6 @@ mod phase;
 mod run;
 mod shutdown;
 mod signals;
-/// TOML value readers shared by every proscenium crate's configuration
-/// (not a stable API).
-#[doc(hidden)]
-pub mod toml_values;
 
 pub use crate::config::{ConfigError, ShutdownConfig};
 pub use crate::phase::{Phase, PhaseConfig};
