@@ -244,6 +244,8 @@ pub use crate::supervision::strategy::{
 // Observability: dead letters and the event stream.
 pub use crate::observe::dead_letters::{DeadLetter, Kill, PoisonPill};
 pub use crate::observe::event_stream::{EventStream, Subscription};
+#[cfg(feature = "metrics")]
+pub use crate::observe::metrics::SamplerTick;
 pub use crate::observe::events::{
     LifecycleEvent, LifecycleKind, SupervisionEvent, SupervisionReason, UnhandledMessage,
 };
