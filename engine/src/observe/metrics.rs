@@ -70,8 +70,10 @@ impl ActorSystem {
     /// Publishes the system's metrics through the [`metrics`](::metrics)
     /// facade's recorder, then calls every source added with
     /// [`add_metrics_source`](Self::add_metrics_source) (the HTTP server's
-    /// and remote's, with their features). Every metric carries the label
-    /// `system` (the system's name); docs/metrics.md lists them:
+    /// and remote's, with their features, labelled `address` and `node`).
+    /// The system's own carry the label `system` (the system's name: give
+    /// two systems of one process different names); docs/metrics.md lists
+    /// them all:
     ///
     /// - the scheduler's, from
     ///   [`Handle::publish_metrics`](proscenium_scheduler::Handle::publish_metrics):
