@@ -134,6 +134,20 @@
 //! reply-to type another actor expects; [`ActorSystem::lookup`] finds a
 //! live actor by its path.
 //!
+//! # Metrics
+//!
+//! The cargo feature `metrics` adds `ActorSystem::publish_metrics`: the
+//! scheduler's per-worker counters and queue depths, actors spawned,
+//! restarted and stopped, dead letters and panics, through the
+//! [`metrics`](https://docs.rs/metrics) facade (any exporter: Prometheus,
+//! OpenTelemetry, StatsD), each labelled `system`; extensions add theirs
+//! (`add_metrics_source`: the HTTP server's and remote's `metrics`
+//! features), and `spawn_metrics_sampler` publishes periodically for
+//! exporters that push. A publication samples counters the engine keeps
+//! anyway; without the feature none of it is compiled, and with it the
+//! message path is unchanged (the three actor counters are on the spawn,
+//! restart and stop paths). docs/metrics.md lists every metric.
+//!
 //! # Testing
 //!
 //! The cargo feature `testkit` adds `proscenium::testkit`: a `TestSystem`
@@ -245,6 +259,8 @@ pub use crate::supervision::strategy::{
 // Observability: dead letters and the event stream.
 pub use crate::observe::dead_letters::{DeadLetter, Kill, PoisonPill};
 pub use crate::observe::event_stream::{EventStream, Subscription};
+#[cfg(feature = "metrics")]
+pub use crate::observe::metrics::SamplerTick;
 pub use crate::observe::events::{
     LifecycleEvent, LifecycleKind, SupervisionEvent, SupervisionReason, UnhandledMessage,
 };

@@ -195,7 +195,19 @@ impl Http {
         let listener = TcpListener::bind(&handle, addr)?;
         let local_addr = listener.local_addr()?;
         let handler: Handler = Arc::new(move |request| Box::pin(handler(request)));
-        let server = Arc::new(Server::new(handle.num_workers()));
+        let server = Arc::new(Server::new(handle.num_workers(), local_addr));
+        #[cfg(feature = "metrics")]
+        {
+            // Weak: the system's list of sources must not keep the server's
+            // counters alive; the source is dropped with them.
+            let server = Arc::downgrade(&server);
+            system.add_metrics_source(move || {
+                server
+                    .upgrade()
+                    .map(|server| server.metrics.publish())
+                    .is_some()
+            });
+        }
         let accept = accept_loop(
             listener,
             Arc::clone(&server),
@@ -457,11 +469,12 @@ fn add_waker(wakers: &mut Vec<Waker>, waker: &Waker) {
 }
 
 impl Server {
-    /// A server whose connections run on `workers` workers.
-    fn new(workers: usize) -> Server {
+    /// A server listening on `address` whose connections run on `workers`
+    /// workers.
+    fn new(workers: usize, address: SocketAddr) -> Server {
         Server {
             state: Mutex::default(),
-            metrics: Arc::new(Metrics::new(workers)),
+            metrics: Arc::new(Metrics::new(workers, address)),
         }
     }
 

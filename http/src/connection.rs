@@ -41,6 +41,8 @@ pub(crate) async fn serve(
         out: Vec::new(),
         settings,
         handle,
+        #[cfg(feature = "metrics")]
+        durations: guard.control().metrics().duration_histogram(),
     };
     if let Err(e) = connection.run(&handler).await {
         tracing::debug!(error = %e, "connection failed");
@@ -215,6 +217,11 @@ struct Connection {
     out: Vec<u8>,
     settings: Arc<ServerSettings>,
     handle: Handle,
+    /// `proscenium_http_request_duration_seconds` of this server (the
+    /// `metrics` feature): looked up once per connection, recorded once
+    /// per request handed to the handler.
+    #[cfg(feature = "metrics")]
+    durations: ::metrics::Histogram,
 }
 
 impl Connection {
@@ -225,6 +232,10 @@ impl Connection {
                 Some(Err(status)) => return self.refuse(status).await,
                 None => return Ok(()),
             };
+            // The request's duration runs from its head being in to its
+            // response's last byte written (the `metrics` feature).
+            #[cfg(feature = "metrics")]
+            let started = std::time::Instant::now();
             let head_request = head.method == Method::HEAD;
             // The request's span (a child of the connection's): the
             // handler runs in it; the status is recorded once known.
@@ -270,6 +281,8 @@ impl Connection {
                 let response = self.settings.termination.deadline_exceeded.to_response();
                 span.record("status", response.status().as_u16());
                 self.answer_now_and_close(response, head_request).await;
+                #[cfg(feature = "metrics")]
+                self.durations.record(started.elapsed());
                 return Ok(());
             };
             let response = final_response(response, &span);
@@ -286,7 +299,10 @@ impl Connection {
                 keep_alive_10,
                 head_request,
             };
-            match self.respond(response, framed, http_10).await? {
+            let wrote = self.respond(response, framed, http_10).await;
+            #[cfg(feature = "metrics")]
+            self.durations.record(started.elapsed());
+            match wrote? {
                 Wrote::All if !close => {}
                 Wrote::All | Wrote::AllThenClose => {
                     self.linger().await;

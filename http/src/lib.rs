@@ -45,7 +45,14 @@
 //! ([`ServerMetrics`]: connections, requests in the handler, responses by
 //! status class and by exact status); each connection runs in a debug-level `http_connection`
 //! span (`id`, `peer`) and each request in an `http_request` span
-//! (`method`, `path`, `status`), in which the handler runs.
+//! (`method`, `path`, `status`), in which the handler runs. With the
+//! cargo feature `metrics`, each binding adds its counters to its system's
+//! `ActorSystem::publish_metrics` (the `metrics` facade, label `address`:
+//! `proscenium_http_requests_total{status}`,
+//! `proscenium_http_open_connections`, ...) and records each request's
+//! duration in the `proscenium_http_request_duration_seconds` histogram;
+//! `examples/metrics.rs` serves them as Prometheus text on `/metrics`
+//! (docs/metrics.md lists every metric).
 //!
 //! A [`Body`] is owned bytes, or a stream polled for its next piece only
 //! once the previous one is written, so a client that reads slowly slows

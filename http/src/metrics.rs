@@ -29,6 +29,7 @@
 
 use crossbeam_utils::CachePadded;
 use http::StatusCode;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -47,6 +48,10 @@ pub(crate) struct Metrics {
     /// One per worker of the server's scheduler, by worker index, then
     /// one for every other thread (see [`Metrics::part`]).
     requests: Box<[CachePadded<RequestCounters>]>,
+    /// The `address` label of the `metrics` feature's metrics: the
+    /// address the server listens on.
+    #[cfg(feature = "metrics")]
+    address: ::metrics::SharedString,
 }
 
 #[derive(Debug, Default)]
@@ -79,13 +84,18 @@ impl RequestCounters {
 }
 
 impl Metrics {
-    /// Counters for a server whose connections run on `workers` workers.
-    pub(crate) fn new(workers: usize) -> Metrics {
+    /// Counters for a server listening on `address` whose connections run
+    /// on `workers` workers.
+    pub(crate) fn new(workers: usize, address: SocketAddr) -> Metrics {
+        #[cfg(not(feature = "metrics"))]
+        let _ = address;
         Metrics {
             connections: CachePadded::default(),
             requests: (0..workers.max(1) + 1)
                 .map(|_| CachePadded::new(RequestCounters::new()))
                 .collect(),
+            #[cfg(feature = "metrics")]
+            address: address.to_string().into(),
         }
     }
 
@@ -203,6 +213,87 @@ impl Metrics {
         }
     }
 }
+
+/// The `metrics` feature: the counters through the facade.
+#[cfg(feature = "metrics")]
+impl Metrics {
+    /// The server's request-duration histogram in the current recorder
+    /// (one lookup; a connection keeps it and records each request).
+    pub(crate) fn duration_histogram(&self) -> ::metrics::Histogram {
+        ::metrics::histogram!(DURATIONS, "address" => self.address.clone())
+    }
+
+    /// Publishes a snapshot through the `metrics` facade's recorder (the
+    /// system's `publish_metrics` calls it, through the source the binding
+    /// added): absolute counters and gauges, each with the label
+    /// `address`. Runs on the publishing thread; the request path only
+    /// keeps its counters, as without the feature.
+    pub(crate) fn publish(&self) {
+        use ::metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
+        let address = || vec![::metrics::Label::new("address", self.address.clone())];
+        let snapshot = self.snapshot();
+        describe_histogram!(
+            DURATIONS,
+            Unit::Seconds,
+            "Requests handed to the handler: from the head read to the last byte of the response."
+        );
+        let counters = [
+            (
+                "proscenium_http_connections_accepted_total",
+                "Connections accepted and served.",
+                snapshot.connections_accepted,
+            ),
+            (
+                "proscenium_http_handler_requests_total",
+                "Requests handed to the handler.",
+                snapshot.requests,
+            ),
+            (
+                "proscenium_http_idle_closed_by_termination_total",
+                "Idle connections a termination closed.",
+                snapshot.idle_closed_by_termination,
+            ),
+        ];
+        for (name, help, value) in counters {
+            describe_counter!(name, Unit::Count, help);
+            ::metrics::counter!(name, address()).absolute(value);
+        }
+        describe_counter!(
+            REQUESTS,
+            Unit::Count,
+            "Responses written, by status code (the server's own answers and 100 Continue included)."
+        );
+        for (status, n) in &snapshot.by_status {
+            let mut labels = address();
+            labels.push(::metrics::Label::new("status", status.to_string()));
+            ::metrics::counter!(REQUESTS, labels).absolute(*n);
+        }
+        let gauges = [
+            (
+                "proscenium_http_open_connections",
+                "Connections open now.",
+                snapshot.open_connections,
+            ),
+            (
+                "proscenium_http_in_flight_requests",
+                "Requests in the handler's hands now.",
+                snapshot.in_flight_requests,
+            ),
+        ];
+        for (name, help, value) in gauges {
+            describe_gauge!(name, Unit::Count, help);
+            // Far below 2^53: exact as an f64.
+            ::metrics::gauge!(name, address()).set(value as f64);
+        }
+    }
+}
+
+/// The name of the request-duration histogram.
+#[cfg(feature = "metrics")]
+const DURATIONS: &str = "proscenium_http_request_duration_seconds";
+/// The name of the responses-by-status counters.
+#[cfg(feature = "metrics")]
+const REQUESTS: &str = "proscenium_http_requests_total";
 
 /// A request in the handler's hands (see [`Metrics::request_started`]).
 #[derive(Debug)]

@@ -42,6 +42,14 @@
 //! what does not verify, or replays an old notice, is dropped and counted
 //! ([`Remote::rejected_messages`]).
 //!
+//! With the cargo feature `metrics`, each node adds its counters to its
+//! system's `ActorSystem::publish_metrics` (the `metrics` facade, label
+//! `node`): messages sent to remote actors and delivered to exposed ones
+//! (`proscenium_remote_messages_sent_total`, `..._received_total`: one
+//! relaxed add per message, only with the feature), drops by reason
+//! (`proscenium_remote_dropped_total{reason}`), reconnects and the NATS
+//! client's statistics (docs/metrics.md lists them).
+//!
 //! # Delivery guarantees
 //!
 //! These are Akka remoting's, on NATS core (no JetStream):
@@ -163,6 +171,8 @@ mod codec;
 mod config;
 mod control;
 mod error;
+#[cfg(feature = "metrics")]
+mod metrics;
 mod outbound;
 mod reliable;
 mod remote;

@@ -476,6 +476,9 @@ fn push(inner: &Inner, producer: &Producer, body: Bytes) -> Result<(), (Bytes, R
     st.buffer.push_back(body);
     drop(st);
     producer.wake.notify_one();
+    // Once, when the buffer takes it (its resends are not counted again).
+    #[cfg(feature = "metrics")]
+    shared.messages.sent();
     Ok(())
 }
 

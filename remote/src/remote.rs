@@ -326,7 +326,22 @@ impl Remote {
             left: AtomicBool::new(false),
             slow_consumer_drops,
             rejected: AtomicU64::new(0),
+            #[cfg(feature = "metrics")]
+            messages: Default::default(),
         });
+        #[cfg(feature = "metrics")]
+        {
+            // Weak: the system's list of sources must not keep the node's
+            // state alive; the source is dropped with it.
+            let weak = Arc::downgrade(&shared);
+            shared.system.add_metrics_source(move || {
+                weak.upgrade()
+                    .map(|shared| {
+                        crate::metrics::Counts::of(&shared).publish(&shared.settings.node)
+                    })
+                    .is_some()
+            });
+        }
         runtime
             .block_on(start(&shared, lane_rx))
             .map_err(nats_err)?;
@@ -899,7 +914,11 @@ where
     // An asker (the message's reply subject, and any reply decoded from
     // it before the failure) hears the reason from `decode`.
     match decode::<M>(shared, &msg.payload, msg.reply.as_deref()) {
-        Ok(m) => actor.tell(m),
+        Ok(m) => {
+            #[cfg(feature = "metrics")]
+            shared.messages.received();
+            actor.tell(m);
+        }
         Err(reason) => {
             tracing::warn!(name, %reason, "remote: a message could not be decoded");
             shared.dead_letter(
@@ -945,7 +964,11 @@ where
     let (verdict, due) = consumers.receive(&envelope, ack_to);
     if verdict == Verdict::Deliver {
         match decode::<M>(shared, body, None) {
-            Ok(m) => actor.tell(m),
+            Ok(m) => {
+                #[cfg(feature = "metrics")]
+                shared.messages.received();
+                actor.tell(m);
+            }
             Err(reason) => {
                 tracing::warn!(name, %reason, "remote: a reliable message could not be decoded");
                 shared.dead_letter(

@@ -83,7 +83,10 @@ impl<M: Serialize + DeserializeOwned + Send + 'static> RemoteRef<M> {
         // A local reply inside: the first one's subject is the NATS reply
         // subject too, so a no-responders status reaches (and fails) it.
         let reply = encoded.first_reply_subject(shared);
-        encoded.publish(shared, self.subject.clone(), reply)
+        encoded.publish(shared, self.subject.clone(), reply)?;
+        #[cfg(feature = "metrics")]
+        shared.messages.sent();
+        Ok(())
     }
 
     /// Sends `make(reply)` and waits for the reply, up to `timeout`
@@ -128,7 +131,10 @@ impl<M: Serialize + DeserializeOwned + Send + 'static> RemoteRef<M> {
         match encode(&shared, &msg)
             .and_then(|encoded| encoded.publish(&shared, self.subject.clone(), Some(reply_subject)))
         {
-            Ok(()) => {}
+            Ok(()) => {
+                #[cfg(feature = "metrics")]
+                shared.messages.sent();
+            }
             Err(e) => {
                 if let Some(pending) = shared.take_pending(id) {
                     drop(pending);
@@ -182,9 +188,15 @@ impl<M: Serialize + DeserializeOwned + Send + 'static> Actor for Forwarder<M> {
         match encode(shared, &msg) {
             Ok(encoded) => {
                 let reply = encoded.first_reply_subject(shared);
-                if let Err(e) = encoded.publish(shared, self.remote.subject.clone(), reply) {
-                    tracing::warn!(name = %self.remote.name, error = %e, "remote: message not sent");
-                    shared.dead_letter(Some(ctx.id()), msg);
+                match encoded.publish(shared, self.remote.subject.clone(), reply) {
+                    Ok(()) => {
+                        #[cfg(feature = "metrics")]
+                        shared.messages.sent();
+                    }
+                    Err(e) => {
+                        tracing::warn!(name = %self.remote.name, error = %e, "remote: message not sent");
+                        shared.dead_letter(Some(ctx.id()), msg);
+                    }
                 }
             }
             Err(e) => {

@@ -102,6 +102,10 @@ pub(crate) struct Shared {
     /// Messages dropped because they did not verify against the cluster
     /// key, or were replays of control notices (see `Remote::rejected_messages`).
     pub(crate) rejected: AtomicU64,
+    /// Messages sent to remote actors and delivered to exposed ones (the
+    /// `metrics` feature).
+    #[cfg(feature = "metrics")]
+    pub(crate) messages: crate::metrics::MessageCounters,
 }
 
 /// What the node does with an event of its NATS client: a slow-consumer

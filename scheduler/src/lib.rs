@@ -18,6 +18,12 @@
 //! The scheduler knows nothing of actors; the engine implements
 //! [`Runnable`] for its cells.
 //!
+//! With the cargo feature `metrics`, `Handle::publish_metrics` publishes
+//! the per-worker counters ([`Handle::metrics`]) and the queue depths
+//! through the [`metrics`](https://docs.rs/metrics) facade, sampled on the
+//! calling thread (docs/metrics.md); the workers' loop is the same code
+//! with or without it.
+//!
 //! ```
 //! use proscenium_scheduler::{Budget, RunOutcome, Runnable, Scheduler};
 //! use std::sync::atomic::{AtomicU32, Ordering};

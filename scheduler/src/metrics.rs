@@ -105,3 +105,104 @@ impl Metrics {
             .fold(WorkerMetrics::default(), |acc, w| acc.add(*w))
     }
 }
+
+/// A per-worker counter as the `metrics` feature names it: the metric, its
+/// description, and the field it reads.
+#[cfg(all(feature = "metrics", not(loom)))]
+type WorkerCounter = (&'static str, &'static str, fn(&WorkerMetrics) -> u64);
+
+/// The per-worker counters the `metrics` feature publishes.
+#[cfg(all(feature = "metrics", not(loom)))]
+const WORKER_COUNTERS: [WorkerCounter; 7] = [
+    (
+        "proscenium_scheduler_runs_total",
+        "Runnables run (actor runs and future polls) by the worker.",
+        |w| w.runs,
+    ),
+    (
+        "proscenium_scheduler_steals_total",
+        "Successful steals from another worker's queue.",
+        |w| w.steals,
+    ),
+    (
+        "proscenium_scheduler_injector_pulls_total",
+        "Successful pulls from the global injector.",
+        |w| w.injector_pulls,
+    ),
+    (
+        "proscenium_scheduler_parks_total",
+        "Times the worker parked.",
+        |w| w.parks,
+    ),
+    (
+        "proscenium_scheduler_panics_total",
+        "Runnables or futures that panicked on the worker.",
+        |w| w.panics,
+    ),
+    (
+        "proscenium_scheduler_lifo_rescued_total",
+        "Runnables the stall monitor took from the worker's LIFO slot.",
+        |w| w.lifo_rescued,
+    ),
+    (
+        "proscenium_scheduler_io_rescued_total",
+        "Times the stall monitor polled the worker's sockets for it.",
+        |w| w.io_rescued,
+    ),
+];
+
+/// The queue depths a publication reads besides the counters.
+#[cfg(all(feature = "metrics", not(loom)))]
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Depths {
+    pub(crate) injector: usize,
+    pub(crate) queued: usize,
+    pub(crate) parked: usize,
+}
+
+/// Publishes a snapshot through the `metrics` facade's current recorder
+/// (see [`crate::Handle::publish_metrics`]): each worker counter as an
+/// absolute counter with a `worker` label, the depths as gauges, all with
+/// `labels` too. Runs on the publishing thread only; the workers never
+/// touch the facade.
+#[cfg(all(feature = "metrics", not(loom)))]
+pub(crate) fn publish(snapshot: &Metrics, depths: Depths, labels: &[::metrics::Label]) {
+    use ::metrics::{describe_counter, describe_gauge, Label, Unit};
+    for (name, help, _) in WORKER_COUNTERS {
+        describe_counter!(name, Unit::Count, help);
+    }
+    for (worker, counters) in snapshot.workers.iter().enumerate() {
+        let mut worker_labels = labels.to_vec();
+        worker_labels.push(Label::new("worker", worker.to_string()));
+        for (name, _, field) in WORKER_COUNTERS {
+            ::metrics::counter!(name, worker_labels.clone()).absolute(field(counters));
+        }
+    }
+    let gauges = [
+        (
+            "proscenium_scheduler_injector_depth",
+            "Runnables waiting in the global injector.",
+            depths.injector,
+        ),
+        (
+            "proscenium_scheduler_queued_runnables",
+            "Runnables waiting in any queue (injector, urgent, every worker's).",
+            depths.queued,
+        ),
+        (
+            "proscenium_scheduler_parked_workers",
+            "Workers parked now.",
+            depths.parked,
+        ),
+        (
+            "proscenium_scheduler_workers",
+            "Worker threads of the scheduler.",
+            snapshot.workers.len(),
+        ),
+    ];
+    for (name, help, value) in gauges {
+        describe_gauge!(name, Unit::Count, help);
+        // A depth is far below 2^53: exact as an f64.
+        ::metrics::gauge!(name, labels.to_vec()).set(value as f64);
+    }
+}

@@ -340,6 +340,34 @@ impl Handle {
             workers: self.shared.counters.iter().map(|c| c.snapshot()).collect(),
         }
     }
+
+    /// Runnables waiting in the global injector now (submissions from
+    /// outside the workers not yet taken; a racy snapshot).
+    pub fn injector_depth(&self) -> usize {
+        self.shared.injector.len()
+    }
+
+    /// Publishes [`metrics`](Self::metrics) and the queue depths through
+    /// the [`metrics`](::metrics) facade's recorder, each with `labels`
+    /// (the engine adds `system`): one absolute counter per worker counter
+    /// and worker (label `worker`), and the gauges
+    /// `proscenium_scheduler_injector_depth`,
+    /// `proscenium_scheduler_queued_runnables`,
+    /// `proscenium_scheduler_parked_workers` and
+    /// `proscenium_scheduler_workers` (docs/metrics.md lists them all).
+    ///
+    /// A sampler: it reads the counters the workers keep anyway (relaxed
+    /// loads) on the calling thread; the workers never call the facade.
+    /// Call it before each scrape, or from a periodic task.
+    #[cfg(feature = "metrics")]
+    pub fn publish_metrics(&self, labels: &[::metrics::Label]) {
+        let depths = crate::metrics::Depths {
+            injector: self.injector_depth(),
+            queued: self.shared.queued(),
+            parked: self.parked_workers(),
+        };
+        crate::metrics::publish(&self.metrics(), depths, labels);
+    }
 }
 
 #[cfg(not(loom))]

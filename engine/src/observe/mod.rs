@@ -7,3 +7,6 @@ pub(crate) mod dead_letters;
 pub(crate) mod event_stream;
 /// The system's own events: lifecycle, supervision, unhandled messages.
 pub(crate) mod events;
+/// The `metrics` feature: the system's counters through the facade.
+#[cfg(feature = "metrics")]
+pub(crate) mod metrics;

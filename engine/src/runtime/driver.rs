@@ -478,6 +478,10 @@ impl<A: Actor> Driver<A> {
             Some(_) => LifecycleKind::Restarted,
             None => LifecycleKind::Started, // the first creation had failed
         };
+        #[cfg(feature = "metrics")]
+        if kind == LifecycleKind::Restarted {
+            self.actor_system().metrics_state().restarted();
+        }
         publish_lifecycle(self.actor_system(), || self.me(), kind);
         if let Some(failure) = failure {
             // Less any survivor the new instance has stopped meanwhile.
@@ -750,6 +754,8 @@ impl<A: Actor> Driver<A> {
         // (an actor subscribed to the event stream is removed by it, and a
         // monitor sees it before a watcher is told); then the signals held
         // back during the drain: a watch that came meanwhile is answered.
+        #[cfg(feature = "metrics")]
+        self.actor_system().metrics_state().stopped();
         contain("publishing an actor's stop", || {
             publish_lifecycle(self.actor_system(), || me.clone(), LifecycleKind::Stopped);
         });

@@ -147,6 +147,9 @@ pub(crate) struct SystemInner {
     /// Run by the reaper once the workers are joined, before the termination
     /// completes; `None` once they have run.
     on_termination: Mutex<Option<Vec<OnTermination>>>,
+    /// The `metrics` feature's counters and sources.
+    #[cfg(feature = "metrics")]
+    metrics: crate::observe::metrics::SystemMetrics,
 }
 
 type OnTermination = Box<dyn FnOnce(&TerminationReport) + Send>;
@@ -344,6 +347,8 @@ impl SystemBuilder {
             shutdown,
             signals: Mutex::new(None),
             on_termination: Mutex::new(Some(Vec::new())),
+            #[cfg(feature = "metrics")]
+            metrics: Default::default(),
         });
         // The engine's reference (the root cell keeps it); the user's
         // handle is made once the guardians have started.
@@ -699,6 +704,14 @@ impl ActorSystem {
     pub(crate) fn cell_created(&self) {
         // Relaxed: a statistic.
         self.inner().live_cells.fetch_add(1, Ordering::Relaxed);
+        #[cfg(feature = "metrics")]
+        self.inner().metrics.spawned();
+    }
+
+    /// The `metrics` feature's counters and sources.
+    #[cfg(feature = "metrics")]
+    pub(crate) fn metrics_state(&self) -> &crate::observe::metrics::SystemMetrics {
+        &self.inner().metrics
     }
 
     /// A piped future or its mapping panicked (`pipe` caught it).
