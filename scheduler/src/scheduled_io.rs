@@ -111,6 +111,12 @@ impl fmt::Debug for ScheduledIo {
     }
 }
 
+impl Default for ScheduledIo {
+    fn default() -> ScheduledIo {
+        ScheduledIo::new()
+    }
+}
+
 impl ScheduledIo {
     /// No readiness, no wakers.
     pub fn new() -> ScheduledIo {
