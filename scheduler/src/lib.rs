@@ -71,7 +71,8 @@
 #![doc(test(attr(deny(warnings))))]
 
 // Under loom the park/unpark handshake, the LIFO slot, the task state
-// machine, a timer entry, the quiesce gate, an I/O source's readiness word
+// machine, a timer entry, the quiesce gate, the stall monitor's sleep
+// handshake, an I/O source's readiness word
 // (`scheduled_io`), `block_on` and the worker loop (with its queues
 // replaced by a stand-in, see `deque`) compile (see
 // `sync`). Their items are `pub` for the `__loom` re-export below, which
@@ -80,6 +81,8 @@
 mod idle;
 #[cfg_attr(not(loom), allow(unreachable_pub))]
 mod lifo;
+#[cfg_attr(not(loom), allow(unreachable_pub))]
+mod monitor_sleep;
 #[cfg_attr(not(loom), allow(unreachable_pub))]
 mod park;
 #[cfg_attr(not(loom), allow(unreachable_pub))]
@@ -142,6 +145,7 @@ pub mod __loom {
     pub use crate::idle::{Idle, IdleSnapshot, Unparked, MAX_WORKERS};
     pub use crate::lifo::LifoSlot;
     pub use crate::model::{ModelPool, ModelWorker};
+    pub use crate::monitor_sleep::MonitorSleep;
     pub use crate::park::Parker;
     pub use crate::quiesce::QuiesceGate;
     pub use crate::scheduled_io::{
