@@ -24,6 +24,10 @@
 //!   re-check);
 //! - `all_parked` notifying without the gate's lock (the notify can fall
 //!   between the quiesce's check and its wait).
+//!
+//! Each model runs in a child process of this binary
+//! (`proscenium_loom_tests::model`, issue 28): a deadlock aborts the
+//! process while unwinding, which then fails only that model.
 #![cfg(loom)]
 
 use loom::sync::atomic::{AtomicUsize, Ordering};

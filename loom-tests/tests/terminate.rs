@@ -39,6 +39,10 @@
 //! to the sender", both of which the model accepts; what the open drain
 //! buys (a queued message's dead letter published by the actor, not by
 //! each sender) is not something the model tells apart.
+//!
+//! Each model runs in a child process of this binary
+//! (`proscenium_loom_tests::model`, issue 28): a deadlock aborts the
+//! process while unwinding, which then fails only that model.
 #![cfg(loom)]
 
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

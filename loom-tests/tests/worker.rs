@@ -75,6 +75,10 @@
 //! Not caught, by design: waking on every `Yield` (the model cannot see a
 //! wake-up that only costs a futex call; the yielder runs either way), and
 //! the urgent hint not being decremented (it only costs empty steals).
+//!
+//! Each model runs in a child process of this binary
+//! (`proscenium_loom_tests::model`, issue 28): a deadlock aborts the
+//! process while unwinding, which then fails only that model.
 #![cfg(loom)]
 
 use loom::sync::atomic::{AtomicUsize, Ordering};
