@@ -191,7 +191,8 @@
 #![doc(test(attr(deny(warnings))))]
 
 // Under `--cfg loom` only the modules with loom models compile (the result
-// slot, the timer slot's state machine, the run holder's drains), with the
+// slot, the timer slot's state machine, the run holder's drains, a pipe's
+// state word), with the
 // shim they need, re-exported in `__loom` for `loom-tests/`: the rest of
 // the engine sits on the scheduler, which compiles only in part under loom
 // (decision record 0015). Every other item of this file is `not_loom!`.
@@ -208,6 +209,10 @@ macro_rules! not_loom {
 mod drain;
 #[cfg(loom)]
 #[allow(missing_debug_implementations)] // internals, for the models only
+#[path = "api/pipe_state.rs"]
+mod pipe_state;
+#[cfg(loom)]
+#[allow(missing_debug_implementations)] // internals, for the models only
 #[path = "api/promise.rs"]
 mod promise;
 #[cfg(loom)]
@@ -222,6 +227,11 @@ pub mod __loom {
     pub use crate::drain::{
         close_and_drain, dequeue_system_only, drain_closed, DRAIN_BEFORE_CLOSE,
     };
+    /// A pipe's state word and waker (its state names clash with the
+    /// timer slot's).
+    pub mod pipe {
+        pub use crate::pipe_state::{PipeShared, CANCELLED, DELIVERED, PANICKED, PENDING};
+    }
     pub use crate::promise::{Expiry, Slot};
     pub use crate::sync::ModelTimer;
     pub use crate::timer_state::{Disarm, Payload, SlotState, ACTIVE, CANCELLED, DONE};

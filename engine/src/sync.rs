@@ -6,8 +6,8 @@
 //! they are `std`'s, re-exported unchanged (no cost). Only the modules that
 //! compile under loom go through here: the result slot
 //! (`api/promise.rs`), the timer slot's state machine
-//! (`patterns/timer_state.rs`) and the terminating mailbox's drains
-//! (`runtime/drain.rs`). The rest of the engine sits on the scheduler,
+//! (`patterns/timer_state.rs`), the terminating mailbox's drains
+//! (`runtime/drain.rs`) and a pipe's state word (`api/pipe_state.rs`). The rest of the engine sits on the scheduler,
 //! which compiles only in part under loom, and is left out of loom builds
 //! (see `lib.rs`).
 

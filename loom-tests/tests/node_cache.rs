@@ -42,12 +42,27 @@
 //!   left in the mailbox with nobody scheduled). Rechecked in issue 17,
 //!   where that fence became `dekker_fence()`, a fence under loom only
 //!   (decision 0019): removing the call is still caught.
+//!
+//! Issue 28: under loom the slab's count is a loom atomic and the slab's
+//! blocks a loom cell (read by each thread that settles its frees, written
+//! by the one that brings the count to zero), so the hand-over of a slab
+//! between the threads that free its blocks is checked:
+//!
+//! - `settle` without its Acquire load after the count reaches zero (the
+//!   load that made ThreadSanitizer quiet; outside loom a `fence(Acquire)`
+//!   would do, as in `Arc`): a causality violation in
+//!   `a_slab_freed_on_two_threads_is_reused_only_after_both` (seen;
+//!   reverted);
+//! - `settle`'s `fetch_sub` Relaxed instead of Release: the same failure
+//!   (seen; reverted).
 #![cfg(loom)]
 
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use proscenium_mailbox::{Dequeued, Enqueued, Mailbox, MpscQueue, Pop, Release, TrySendError};
+use proscenium_mailbox::{
+    Dequeued, Enqueued, Mailbox, ModelSlabCapacity, MpscQueue, Pop, Release, TrySendError,
+};
 
 /// The consumer pops past its own mark (freeing the marked node into its
 /// cache) and pushes again: the new node takes the marked address, so a
@@ -198,5 +213,42 @@ fn a_holder_fooled_by_a_reused_mark_strands_nothing() {
             !actor.mailbox.snapshot().is_scheduled(),
             "left scheduled: {log:?}"
         );
+    });
+}
+
+/// Slabs of two blocks: the main thread pushes one value onto each of two
+/// queues (two nodes carved from one slab), and two consumers pop one each
+/// and recycle the emptied queue's node, freeing the two blocks on two
+/// threads; each settles its count when it
+/// exits. The one that brings the count to zero owns the slab: its reuse
+/// must come after the other's use of its block (the count's
+/// Release/Acquire), which the loom cell of the slab's blocks checks.
+#[test]
+fn a_slab_freed_on_two_threads_is_reused_only_after_both() {
+    loom::model(|| {
+        let _two = ModelSlabCapacity::set(2);
+        let queues = [Arc::new(MpscQueue::new()), Arc::new(MpscQueue::new())];
+        for (i, q) in queues.iter().enumerate() {
+            q.push(i);
+        }
+        let consumers: Vec<_> = queues
+            .iter()
+            .map(|q| {
+                let q = Arc::clone(q);
+                thread::spawn(move || {
+                    // SAFETY: this thread is the queue's only consumer.
+                    unsafe {
+                        assert!(matches!(q.pop(), Pop::Data(_)));
+                        // Frees the popped node (the queue is empty).
+                        q.recycle();
+                    }
+                    // The thread's exit settles its tally of the freed
+                    // node's slab.
+                })
+            })
+            .collect();
+        for c in consumers {
+            c.join().expect("consumer");
+        }
     });
 }

@@ -24,6 +24,10 @@
 //!   re-check);
 //! - `all_parked` notifying without the gate's lock (the notify can fall
 //!   between the quiesce's check and its wait).
+//!
+//! Each model runs in a child process of this binary
+//! (`proscenium_loom_tests::model`, issue 28): a deadlock aborts the
+//! process while unwinding, which then fails only that model.
 #![cfg(loom)]
 
 use loom::sync::atomic::{AtomicUsize, Ordering};
@@ -115,7 +119,7 @@ fn pool(workers: usize) -> Arc<Pool> {
 /// Two workers with nothing to do park while the main thread quiesces.
 #[test]
 fn quiesce_sees_the_last_worker_park() {
-    loom::model(|| {
+    proscenium_loom_tests::model("quiesce_sees_the_last_worker_park", || {
         let pool = pool(2);
         let workers: Vec<_> = (0..2)
             .map(|i| {
@@ -134,7 +138,7 @@ fn quiesce_sees_the_last_worker_park() {
 /// only once it was taken and the worker parked.
 #[test]
 fn quiesce_waits_for_queued_work() {
-    loom::model(|| {
+    proscenium_loom_tests::model("quiesce_waits_for_queued_work", || {
         let pool = pool(1);
         pool.queued.store(1, Ordering::Release);
         let worker = {

@@ -35,6 +35,11 @@
 //!
 //! - `start_run`'s swap Relaxed: "lost wake" in the same model (the swap
 //!   must acquire the waker's write-back).
+//!
+//! - `end_pending`'s NOTIFIED -> SCHEDULED swap replaced by a plain store
+//!   (issue 28: the other models catch it only with 3 preemptions): "a
+//!   task ran without being scheduled" in
+//!   `task_wakes_during_a_run_leave_it_scheduled` at 2.
 #![cfg(loom)]
 
 use loom::cell::UnsafeCell;
@@ -113,6 +118,41 @@ impl Harness {
             self.run();
         }
     }
+}
+
+/// Two wakers wake the task while its run (on the main thread) polls and
+/// ends pending; whatever was queued then runs: every run starts from
+/// SCHEDULED (`start_run` asserts it), so a second wake's write-back of
+/// NOTIFIED never lands after `end_pending` moved the state on. The wakers
+/// only wake (no lock around it, unlike `send_and_wake`), so that the
+/// schedule in which one wakes the run (NOTIFIED), the run's
+/// compare-and-swap fails, the other writes NOTIFIED back and the run then
+/// requeues, is within two preemptions (the other models need three for
+/// it).
+#[test]
+fn task_wakes_during_a_run_leave_it_scheduled() {
+    loom::model(|| {
+        let h = Harness::spawned();
+        assert!(h.pop());
+        let wakers: Vec<_> = (0..2)
+            .map(|_| {
+                let h = Arc::clone(&h);
+                thread::spawn(move || {
+                    if h.state.wake() {
+                        h.push();
+                    }
+                })
+            })
+            .collect();
+        h.state.start_run();
+        if h.state.end_pending() == RunOutcome::Yield {
+            h.push();
+        }
+        for w in wakers {
+            w.join().expect("waker");
+        }
+        h.run_queued();
+    });
 }
 
 /// A worker thread runs the task while a waker thread and the main thread

@@ -39,6 +39,10 @@
 //! to the sender", both of which the model accepts; what the open drain
 //! buys (a queued message's dead letter published by the actor, not by
 //! each sender) is not something the model tells apart.
+//!
+//! Each model runs in a child process of this binary
+//! (`proscenium_loom_tests::model`, issue 28): a deadlock aborts the
+//! process while unwinding, which then fails only that model.
 #![cfg(loom)]
 
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -203,83 +207,89 @@ fn join(handles: Vec<thread::JoinHandle<Vec<Fate>>>, mut log: Vec<Fate>) -> Vec<
 /// whoever learns of the end has seen the dead letters of what was queued.
 #[test]
 fn a_watch_is_answered_after_the_dead_letters_queued_before_it() {
-    loom::model(|| {
-        let actor = Actor::new();
-        let mut log = Vec::new();
-        actor.begin();
-        let a = {
-            let actor = Arc::clone(&actor);
-            thread::spawn(move || {
-                let mut log = Vec::new();
-                actor.tell((0, 0), &mut log);
-                actor.signal(Sys::Watch(0), &mut log);
-                log
-            })
-        };
-        let b = {
-            let actor = Arc::clone(&actor);
-            thread::spawn(move || {
-                let mut log = Vec::new();
-                actor.tell((1, 0), &mut log);
-                log
-            })
-        };
-        // `terminate`: the user lane is suspended; `finish_terminate`.
-        // SAFETY: this thread holds the run (begin).
-        unsafe { actor.mailbox.suspend() };
-        actor.terminated.store(true, Ordering::Relaxed);
-        let held = {
-            let actor = &actor;
-            let log = &mut log;
-            // SAFETY: as above.
-            unsafe { close_and_drain(&actor.mailbox, DRAIN_BEFORE_CLOSE, |d| actor.take(d, log)) }
-        };
-        for s in held {
-            log.push(Fate::Answered(actor.next(), s));
-        }
-        actor.finish_run(&mut log);
-        let log = join(vec![a, b], log);
+    proscenium_loom_tests::model(
+        "a_watch_is_answered_after_the_dead_letters_queued_before_it",
+        || {
+            let actor = Actor::new();
+            let mut log = Vec::new();
+            actor.begin();
+            let a = {
+                let actor = Arc::clone(&actor);
+                thread::spawn(move || {
+                    let mut log = Vec::new();
+                    actor.tell((0, 0), &mut log);
+                    actor.signal(Sys::Watch(0), &mut log);
+                    log
+                })
+            };
+            let b = {
+                let actor = Arc::clone(&actor);
+                thread::spawn(move || {
+                    let mut log = Vec::new();
+                    actor.tell((1, 0), &mut log);
+                    log
+                })
+            };
+            // `terminate`: the user lane is suspended; `finish_terminate`.
+            // SAFETY: this thread holds the run (begin).
+            unsafe { actor.mailbox.suspend() };
+            actor.terminated.store(true, Ordering::Relaxed);
+            let held = {
+                let actor = &actor;
+                let log = &mut log;
+                // SAFETY: as above.
+                unsafe {
+                    close_and_drain(&actor.mailbox, DRAIN_BEFORE_CLOSE, |d| actor.take(d, log))
+                }
+            };
+            for s in held {
+                log.push(Fate::Answered(actor.next(), s));
+            }
+            actor.finish_run(&mut log);
+            let log = join(vec![a, b], log);
 
-        let fates = |m: (usize, usize)| {
-            log.iter()
+            let fates =
+                |m: (usize, usize)| {
+                    log.iter()
                 .filter(|f| matches!(f, Fate::DeadLetter(_, x) | Fate::Rejected(_, x) if *x == m))
                 .count()
-        };
-        assert_eq!(fates((0, 0)), 1, "{log:?}");
-        assert_eq!(fates((1, 0)), 1, "{log:?}");
-        assert!(
-            !log.iter()
-                .any(|f| matches!(f, Fate::Handled(..) | Fate::HandledSys(..))),
-            "a stopped actor handled a message: {log:?}"
-        );
-        let watch = log
-            .iter()
-            .filter(|f| {
-                matches!(
-                    f,
-                    Fate::Answered(_, Sys::Watch(0)) | Fate::RejectedSys(_, Sys::Watch(0))
-                )
-            })
-            .count();
-        assert_eq!(watch, 1, "the watch: {log:?}");
-        if let Some(w) = log
-            .iter()
-            .position(|f| matches!(f, Fate::Answered(_, Sys::Watch(0))))
-        {
-            let dead = log
-                .iter()
-                .position(|f| matches!(f, Fate::DeadLetter(_, (0, 0))));
+                };
+            assert_eq!(fates((0, 0)), 1, "{log:?}");
+            assert_eq!(fates((1, 0)), 1, "{log:?}");
             assert!(
+                !log.iter()
+                    .any(|f| matches!(f, Fate::Handled(..) | Fate::HandledSys(..))),
+                "a stopped actor handled a message: {log:?}"
+            );
+            let watch = log
+                .iter()
+                .filter(|f| {
+                    matches!(
+                        f,
+                        Fate::Answered(_, Sys::Watch(0)) | Fate::RejectedSys(_, Sys::Watch(0))
+                    )
+                })
+                .count();
+            assert_eq!(watch, 1, "the watch: {log:?}");
+            if let Some(w) = log
+                .iter()
+                .position(|f| matches!(f, Fate::Answered(_, Sys::Watch(0))))
+            {
+                let dead = log
+                    .iter()
+                    .position(|f| matches!(f, Fate::DeadLetter(_, (0, 0))));
+                assert!(
                 dead.is_some_and(|d| d < w),
                 "the watch was answered before the message sent ahead of it was dead-lettered: {log:?}"
             );
-        }
-        assert!(actor.mailbox.is_closed());
-        assert!(
-            !actor.mailbox.snapshot().is_scheduled(),
-            "left scheduled: {log:?}"
-        );
-    });
+            }
+            assert!(actor.mailbox.is_closed());
+            assert!(
+                !actor.mailbox.snapshot().is_scheduled(),
+                "left scheduled: {log:?}"
+            );
+        },
+    );
 }
 
 /// A run holder with an unstashed message waiting, first while the actor
@@ -289,75 +299,78 @@ fn a_watch_is_answered_after_the_dead_letters_queued_before_it() {
 /// before the user message; everything is handled once.
 #[test]
 fn a_system_only_dequeue_takes_no_user_message_and_keeps_the_suspension() {
-    loom::model(|| {
-        let actor = Actor::new();
-        let mut log = Vec::new();
-        actor.begin();
-        let a = {
-            let actor = Arc::clone(&actor);
-            thread::spawn(move || {
-                let mut log = Vec::new();
-                actor.tell((0, 0), &mut log);
-                log
-            })
-        };
-        let b = {
-            let actor = Arc::clone(&actor);
-            thread::spawn(move || {
-                let mut log = Vec::new();
-                actor.signal(Sys::Watch(1), &mut log);
-                log
-            })
-        };
-        // Suspended (a failure): the dequeue keeps the suspension.
-        // SAFETY: this thread holds the run (begin), for all of the below.
-        unsafe {
-            actor.mailbox.suspend();
-            let (suspended, d) = dequeue_system_only(&actor.mailbox);
-            assert!(suspended, "it was suspended");
-            assert!(
-                !matches!(d, Dequeued::User(_)),
-                "a suspended lane handed out a user message"
-            );
-            assert!(actor.mailbox.is_suspended(), "the suspension was lost");
-            if !matches!(d, Dequeued::Empty | Dequeued::Retry) {
-                actor.take(d, &mut log);
-            }
-            // Resumed: the unstashed message goes first, after any system
-            // message.
-            assert!(actor.mailbox.resume(), "one resume reopens the lane");
-            loop {
+    proscenium_loom_tests::model(
+        "a_system_only_dequeue_takes_no_user_message_and_keeps_the_suspension",
+        || {
+            let actor = Actor::new();
+            let mut log = Vec::new();
+            actor.begin();
+            let a = {
+                let actor = Arc::clone(&actor);
+                thread::spawn(move || {
+                    let mut log = Vec::new();
+                    actor.tell((0, 0), &mut log);
+                    log
+                })
+            };
+            let b = {
+                let actor = Arc::clone(&actor);
+                thread::spawn(move || {
+                    let mut log = Vec::new();
+                    actor.signal(Sys::Watch(1), &mut log);
+                    log
+                })
+            };
+            // Suspended (a failure): the dequeue keeps the suspension.
+            // SAFETY: this thread holds the run (begin), for all of the below.
+            unsafe {
+                actor.mailbox.suspend();
                 let (suspended, d) = dequeue_system_only(&actor.mailbox);
-                assert!(!suspended);
-                assert!(!actor.mailbox.is_suspended(), "left suspended");
-                match d {
-                    Dequeued::User(_) => panic!("a user message ahead of the unstashed one"),
-                    Dequeued::Empty => break,
-                    Dequeued::Retry => thread::yield_now(),
-                    d => actor.take(d, &mut log),
+                assert!(suspended, "it was suspended");
+                assert!(
+                    !matches!(d, Dequeued::User(_)),
+                    "a suspended lane handed out a user message"
+                );
+                assert!(actor.mailbox.is_suspended(), "the suspension was lost");
+                if !matches!(d, Dequeued::Empty | Dequeued::Retry) {
+                    actor.take(d, &mut log);
+                }
+                // Resumed: the unstashed message goes first, after any system
+                // message.
+                assert!(actor.mailbox.resume(), "one resume reopens the lane");
+                loop {
+                    let (suspended, d) = dequeue_system_only(&actor.mailbox);
+                    assert!(!suspended);
+                    assert!(!actor.mailbox.is_suspended(), "left suspended");
+                    match d {
+                        Dequeued::User(_) => panic!("a user message ahead of the unstashed one"),
+                        Dequeued::Empty => break,
+                        Dequeued::Retry => thread::yield_now(),
+                        d => actor.take(d, &mut log),
+                    }
                 }
             }
-        }
-        log.push(Fate::Unstashed(actor.next()));
-        actor.finish_run(&mut log);
-        let log = join(vec![a, b], log);
-        let user = log
-            .iter()
-            .position(|f| matches!(f, Fate::Handled(_, (0, 0))))
-            .expect("the user message was handled");
-        let unstashed = log
-            .iter()
-            .position(|f| matches!(f, Fate::Unstashed(_)))
-            .expect("unstashed");
-        assert!(unstashed < user, "{log:?}");
-        assert_eq!(
-            log.iter()
-                .filter(|f| matches!(f, Fate::HandledSys(_, Sys::Watch(1))))
-                .count(),
-            1,
-            "{log:?}"
-        );
-        assert_eq!(log.len(), 3, "{log:?}");
-        assert!(!actor.mailbox.snapshot().is_scheduled(), "left scheduled");
-    });
+            log.push(Fate::Unstashed(actor.next()));
+            actor.finish_run(&mut log);
+            let log = join(vec![a, b], log);
+            let user = log
+                .iter()
+                .position(|f| matches!(f, Fate::Handled(_, (0, 0))))
+                .expect("the user message was handled");
+            let unstashed = log
+                .iter()
+                .position(|f| matches!(f, Fate::Unstashed(_)))
+                .expect("unstashed");
+            assert!(unstashed < user, "{log:?}");
+            assert_eq!(
+                log.iter()
+                    .filter(|f| matches!(f, Fate::HandledSys(_, Sys::Watch(1))))
+                    .count(),
+                1,
+                "{log:?}"
+            );
+            assert_eq!(log.len(), 3, "{log:?}");
+            assert!(!actor.mailbox.snapshot().is_scheduled(), "left scheduled");
+        },
+    );
 }

@@ -75,6 +75,10 @@
 //! Not caught, by design: waking on every `Yield` (the model cannot see a
 //! wake-up that only costs a futex call; the yielder runs either way), and
 //! the urgent hint not being decremented (it only costs empty steals).
+//!
+//! Each model runs in a child process of this binary
+//! (`proscenium_loom_tests::model`, issue 28): a deadlock aborts the
+//! process while unwinding, which then fails only that model.
 #![cfg(loom)]
 
 use loom::sync::atomic::{AtomicUsize, Ordering};
@@ -194,7 +198,7 @@ fn plain(finish: &Arc<Finish>) -> Arc<Task> {
 /// (and each other): both run.
 #[test]
 fn worker_two_submits_race_park_one_worker() {
-    loom::model(|| {
+    proscenium_loom_tests::model("worker_two_submits_race_park_one_worker", || {
         with_workers(1, 2, |pool, finish| {
             pool.submit(plain(finish)).expect("open");
             pool.submit(plain(finish)).expect("open");
@@ -207,7 +211,7 @@ fn worker_two_submits_race_park_one_worker() {
 /// one), it runs.
 #[test]
 fn worker_submit_races_park_two_workers() {
-    loom::model(|| {
+    proscenium_loom_tests::model("worker_submit_races_park_two_workers", || {
         with_workers(2, 1, |pool, finish| {
             pool.submit(plain(finish)).expect("open");
         });
@@ -220,7 +224,7 @@ fn worker_submit_races_park_two_workers() {
 /// the other worker if it is parked (or leave it to a searcher).
 #[test]
 fn worker_lifo_spill_wakes_a_parked_worker() {
-    loom::model(|| {
+    proscenium_loom_tests::model("worker_lifo_spill_wakes_a_parked_worker", || {
         with_workers(2, 3, |pool, finish| {
             let meeting = Meeting::new(2);
             let first = meeter(&meeting, finish);
@@ -243,7 +247,7 @@ fn worker_lifo_spill_wakes_a_parked_worker() {
 /// queue) and waits for it to run: the move must wake the other worker.
 #[test]
 fn worker_shared_lifo_wakes_a_parked_worker() {
-    loom::model(|| {
+    proscenium_loom_tests::model("worker_shared_lifo_wakes_a_parked_worker", || {
         with_workers(2, 2, |pool, finish| {
             let meeting = Meeting::new(2);
             let child = meeter(&meeting, finish);
@@ -268,7 +272,7 @@ fn worker_shared_lifo_wakes_a_parked_worker() {
 /// give it.
 #[test]
 fn worker_yield_with_others_waiting_wakes_a_worker() {
-    loom::model(|| {
+    proscenium_loom_tests::model("worker_yield_with_others_waiting_wakes_a_worker", || {
         with_workers(2, 2, |pool, finish| {
             let meeting = Meeting::new(2);
             let child = meeter(&meeting, finish);
@@ -298,7 +302,7 @@ fn worker_yield_with_others_waiting_wakes_a_worker() {
 /// runnable itself, the model checks that nothing is stranded either.)
 #[test]
 fn worker_yield_takes_outside_work_and_wakes_a_worker() {
-    loom::model(|| {
+    proscenium_loom_tests::model("worker_yield_takes_outside_work_and_wakes_a_worker", || {
         with_workers(2, 2, |pool, finish| {
             let meeting = Meeting::new(2);
             let outside = meeter(&meeting, finish);
@@ -326,7 +330,7 @@ fn worker_yield_takes_outside_work_and_wakes_a_worker() {
 /// searcher must hand the search on when it finds work.
 #[test]
 fn worker_last_searcher_hands_the_search_on() {
-    loom::model(|| {
+    proscenium_loom_tests::model("worker_last_searcher_hands_the_search_on", || {
         with_workers(2, 2, |pool, finish| {
             let meeting = Meeting::new(2);
             pool.submit(meeter(&meeting, finish)).expect("open");
@@ -340,7 +344,7 @@ fn worker_last_searcher_hands_the_search_on() {
 /// its submit wakes a worker), and they run at the same time.
 #[test]
 fn worker_urgent_submit_races_park() {
-    loom::model(|| {
+    proscenium_loom_tests::model("worker_urgent_submit_races_park", || {
         with_workers(2, 2, |pool, finish| {
             let meeting = Meeting::new(2);
             pool.submit_urgent(meeter(&meeting, finish)).expect("open");
@@ -354,7 +358,7 @@ fn worker_urgent_submit_races_park() {
 /// not in this worker's queues).
 #[test]
 fn worker_urgent_submit_from_a_run_wakes_a_worker() {
-    loom::model(|| {
+    proscenium_loom_tests::model("worker_urgent_submit_from_a_run_wakes_a_worker", || {
         with_workers(2, 2, |pool, finish| {
             let meeting = Meeting::new(2);
             let child = meeter(&meeting, finish);
@@ -375,7 +379,7 @@ fn worker_urgent_submit_from_a_run_wakes_a_worker() {
 /// (found through the hint), ahead of the local queue.
 #[test]
 fn worker_urgent_overtakes_the_local_queue() {
-    loom::model(|| {
+    proscenium_loom_tests::model("worker_urgent_overtakes_the_local_queue", || {
         let order = Arc::new(Mutex::new(Vec::new()));
         with_workers(1, 3, |pool, finish| {
             let logged = |name: &'static str| {

@@ -56,6 +56,10 @@ mod sync;
 pub use crate::error::{SendError, TrySendError, ZeroCapacityError};
 pub use crate::mailbox::{Dequeued, Enqueued, Mailbox, Release};
 pub use crate::node_cache::trim_node_cache;
+/// Under loom, slabs of more than one block for a model (loom builds only).
+#[cfg(loom)]
+#[doc(hidden)]
+pub use crate::node_cache::ModelSlabCapacity;
 pub use crate::queue::{Mark, MpscQueue, Pop};
 pub use crate::state::Snapshot;
 

@@ -49,9 +49,15 @@
 use std::alloc::{alloc, dealloc, handle_alloc_error, Layout};
 use std::cell::UnsafeCell;
 use std::ptr;
-// Not loom's: the count lives in raw slab memory that outlives a loom
-// execution (as the memory does), and loom does not model it, as it does
-// not model the memory itself; see `Slab`.
+// Under loom the count is loom's, so that the models check its orderings
+// (the hand-over of a slab between the threads that free its blocks), and
+// a loom cell stands for the blocks' memory (see `Slab`). A slab's header
+// is written when its carving starts, inside an execution, and no slab
+// outlives the execution it was carved in (under loom, what would be
+// reused later is retired instead: see `give_to_global`).
+#[cfg(loom)]
+use loom::sync::atomic::{AtomicUsize, Ordering};
+#[cfg(not(loom))]
 use std::sync::atomic::{AtomicUsize, Ordering};
 #[cfg(not(loom))]
 use std::sync::Mutex;
@@ -72,14 +78,39 @@ pub(crate) const GLOBAL_MAX_SLABS: usize = 128;
 /// Slabs whose frees a thread tallies before settling the oldest.
 const TALLIES: usize = 4;
 
-/// The head of a slab: its count, then (from offset [`ALIGN`]) the blocks.
+/// The head of a slab: its count, then (from offset [`HEADER`]) the blocks.
 struct Slab {
     /// Blocks of this slab not yet freed, counting the ones not yet carved.
     /// Set by the thread that starts carving the slab (which owns it then),
     /// lowered by the threads that free its blocks; the one that brings it
     /// to zero owns the slab again.
     live: AtomicUsize,
+    /// Under loom, the blocks' memory as one loom cell: a thread that
+    /// settles its frees reads it (its uses of the blocks), and the thread
+    /// that brings the count to zero writes it (its reuse of them). loom
+    /// does not see raw memory, so without this a reuse not ordered after
+    /// another thread's last use (the count's Release/Acquire pairing
+    /// broken) would go unreported; with it, loom reports a causality
+    /// violation.
+    #[cfg(loom)]
+    blocks: loom::cell::UnsafeCell<()>,
 }
+
+impl Slab {
+    /// A slab of `cap` blocks, none freed.
+    fn new(cap: usize) -> Slab {
+        Slab {
+            live: AtomicUsize::new(cap),
+            #[cfg(loom)]
+            blocks: loom::cell::UnsafeCell::new(()),
+        }
+    }
+}
+
+/// Offset of the first block in a slab: the header rounded up to [`ALIGN`]
+/// (one `ALIGN` outside loom, where the header is the count; loom's count
+/// and cell are larger).
+const HEADER: usize = std::mem::size_of::<Slab>().div_ceil(ALIGN) * ALIGN;
 
 fn slab_layout() -> Layout {
     Layout::from_size_align(SLAB, SLAB).expect("the slab layout is valid")
@@ -95,12 +126,48 @@ fn slab_of(block: *mut u8) -> *mut Slab {
 /// Blocks per slab of a class. Under loom one, so that a freed node's
 /// address comes back on its freeing thread's next allocation, as soon as
 /// it can (the harshest case for the mailbox's marks: decision records 0002
-/// and 0015), and the models stay small.
+/// and 0015), and the models stay small; a model whose slab must be freed
+/// on two threads asks for more ([`ModelSlabCapacity`]).
 fn capacity(class: usize) -> usize {
-    if cfg!(loom) {
-        1
-    } else {
-        (SLAB - ALIGN) / class_size(class)
+    #[cfg(loom)]
+    {
+        let _ = class;
+        MODEL_CAPACITY.with(std::cell::Cell::get)
+    }
+    #[cfg(not(loom))]
+    {
+        (SLAB - HEADER) / class_size(class)
+    }
+}
+
+#[cfg(loom)]
+std::thread_local! {
+    /// Blocks per slab under loom: one, unless a model asks for more
+    /// ([`ModelSlabCapacity`]). A std thread-local of the test's thread,
+    /// which runs all of its model's threads.
+    static MODEL_CAPACITY: std::cell::Cell<usize> = const { std::cell::Cell::new(1) };
+}
+
+/// Under loom, makes the slabs carved on this test's thread hold `blocks`
+/// blocks instead of one, until dropped: for a model in which two threads
+/// free blocks of one slab (so that two settle its count).
+#[cfg(loom)]
+#[derive(Debug)]
+pub struct ModelSlabCapacity(());
+
+#[cfg(loom)]
+impl ModelSlabCapacity {
+    /// Slabs of `blocks` blocks (at least one) from now on.
+    pub fn set(blocks: usize) -> ModelSlabCapacity {
+        MODEL_CAPACITY.with(|c| c.set(blocks.max(1)));
+        ModelSlabCapacity(())
+    }
+}
+
+#[cfg(loom)]
+impl Drop for ModelSlabCapacity {
+    fn drop(&mut self) {
+        MODEL_CAPACITY.with(|c| c.set(1));
     }
 }
 
@@ -144,6 +211,12 @@ unsafe fn settle(slab: *mut Slab, n: usize) -> bool {
     // the nodes, and through the queue's Acquire loads the producers'
     // writes) happen-before the reuse of the slab by whoever brings the
     // count to zero: the pattern of `Arc`'s drop.
+    // Under loom: this thread's uses of the blocks it counts (see `Slab`).
+    // SAFETY: `slab` is live (caller's contract).
+    #[cfg(loom)]
+    unsafe {
+        (*slab).blocks.with(|_| ())
+    };
     // SAFETY: `slab` is live (caller's contract).
     if unsafe { (*slab).live.fetch_sub(n, Ordering::Release) } == n {
         // Acquire: reads the zero our own fetch_sub wrote, the last of a
@@ -155,6 +228,12 @@ unsafe fn settle(slab: *mut Slab, n: usize) -> bool {
         // one read of a line we just wrote, once per slab.
         // SAFETY: we brought the count to zero, so we own the live slab.
         unsafe { (*slab).live.load(Ordering::Acquire) };
+        // Under loom: the reuse of the whole slab (see `Slab`).
+        // SAFETY: as above.
+        #[cfg(loom)]
+        unsafe {
+            (*slab).blocks.with_mut(|_| ())
+        };
         true
     } else {
         false
@@ -180,15 +259,11 @@ impl Carving {
     fn start(slab: *mut Slab, class: usize) -> Carving {
         let cap = capacity(class);
         // SAFETY: the caller owns the free slab; nobody else touches it.
-        unsafe {
-            slab.write(Slab {
-                live: AtomicUsize::new(cap),
-            })
-        };
-        // SAFETY: the blocks start at offset ALIGN, and `cap` of them fit
+        unsafe { slab.write(Slab::new(cap)) };
+        // SAFETY: the blocks start at offset HEADER, and `cap` of them fit
         // in the slab after it (`capacity`); `end` is one past the last.
         let (next, end) = unsafe {
-            let next = slab.cast::<u8>().add(ALIGN);
+            let next = slab.cast::<u8>().add(HEADER);
             (next, next.add(cap * class_size(class)))
         };
         Carving { slab, next, end }
@@ -507,10 +582,8 @@ pub(crate) fn alloc_block(layout: Layout) -> *mut u8 {
             // SAFETY: the new slab is ours; a slab with its count at one
             // is carved no further.
             unsafe {
-                slab.write(Slab {
-                    live: AtomicUsize::new(1),
-                });
-                slab.cast::<u8>().add(ALIGN)
+                slab.write(Slab::new(1));
+                slab.cast::<u8>().add(HEADER)
             }
         })
 }
@@ -595,7 +668,7 @@ mod tests {
                 Some(class)
             );
             assert!(capacity(class) >= 7, "a slab holds several blocks");
-            assert!(ALIGN + capacity(class) * class_size(class) <= SLAB);
+            assert!(HEADER + capacity(class) * class_size(class) <= SLAB);
         }
     }
 

@@ -195,6 +195,16 @@ impl Idle {
         IdleSnapshot::decode(self.state.load(Ordering::SeqCst))
     }
 
+    /// The number of unparked workers, read with a read-modify-write (adding
+    /// nothing), so that it reads the latest state: the stall monitor's
+    /// look before it sleeps (`MonitorSleep::try_sleep`), which must see a
+    /// worker's wake-up or be seen by it. Rare (once per monitor sleep).
+    pub fn unparked_latest(&self) -> usize {
+        // SeqCst RMW: same total order as the other state changes; its
+        // release half hands the monitor's flag to the wake-up that reads it.
+        IdleSnapshot::decode(self.state.fetch_add(0, Ordering::SeqCst)).unparked
+    }
+
     /// Called after new work was made visible: wakes one parked worker if no
     /// worker is searching. Returns whether it woke one.
     pub fn notify_one(&self) -> bool {

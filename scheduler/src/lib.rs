@@ -78,8 +78,10 @@
 #![doc(test(attr(deny(warnings))))]
 
 // Under loom the park/unpark handshake, the LIFO slot, the task state
-// machine, a timer entry, the quiesce gate, `block_on` and the worker loop
-// (with its queues replaced by a stand-in, see `deque`) compile (see
+// machine, a timer entry, the quiesce gate, the stall monitor's sleep
+// handshake, an I/O source's readiness word
+// (`scheduled_io`), `block_on` and the worker loop (with its queues
+// replaced by a stand-in, see `deque`) compile (see
 // `sync`). Their items are `pub` for the `__loom` re-export below, which
 // exists only under loom; otherwise they are crate-internal.
 #[cfg_attr(not(loom), allow(unreachable_pub))]
@@ -87,9 +89,13 @@ mod idle;
 #[cfg_attr(not(loom), allow(unreachable_pub))]
 mod lifo;
 #[cfg_attr(not(loom), allow(unreachable_pub))]
+mod monitor_sleep;
+#[cfg_attr(not(loom), allow(unreachable_pub))]
 mod park;
 #[cfg_attr(not(loom), allow(unreachable_pub))]
 mod quiesce;
+#[cfg_attr(not(loom), allow(unreachable_pub))]
+mod scheduled_io;
 mod sync;
 #[cfg_attr(not(loom), allow(unreachable_pub))]
 mod task_state;
@@ -112,8 +118,6 @@ mod pin;
 #[cfg(not(loom))]
 mod reactor;
 mod runnable;
-#[cfg(not(loom))]
-mod scheduled_io;
 #[cfg_attr(not(loom), allow(unreachable_pub))]
 mod scheduler;
 #[cfg(not(loom))]
@@ -148,8 +152,13 @@ pub mod __loom {
     pub use crate::idle::{Idle, IdleSnapshot, Unparked, MAX_WORKERS};
     pub use crate::lifo::LifoSlot;
     pub use crate::model::{ModelPool, ModelWorker};
+    pub use crate::monitor_sleep::MonitorSleep;
     pub use crate::park::Parker;
     pub use crate::quiesce::QuiesceGate;
+    pub use crate::scheduled_io::{
+        Direction, ReadyEvent, ScheduledIo, SchedulerShutDown, READABLE, READ_CLOSED, SHUTDOWN,
+        WRITABLE, WRITE_CLOSED,
+    };
     pub use crate::scheduler::SubmitError;
     pub use crate::task_state::{JoinState, TaskState};
     pub use crate::timer_entry::{Fired, TimerEntry};

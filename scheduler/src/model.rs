@@ -2,8 +2,9 @@
 //! loop (`loom-tests/tests/worker.rs`; loom builds only): the model spawns
 //! one loom thread per worker, each running the real `worker::run`, and
 //! submits through the real `Shared::submit` and `Shared::submit_urgent`.
-//! There is no reactor, timer thread or quiesce; the model stops the
-//! workers with [`ModelPool::shutdown`].
+//! There is no reactor or timer thread; the model stops the workers with
+//! [`ModelPool::shutdown`], or with [`ModelPool::quiesce`] (the real
+//! close, wait and drain of `Scheduler::quiesce`).
 
 use crate::deque::Worker as Deque;
 use crate::runnable::Runnable;
@@ -56,6 +57,28 @@ impl ModelPool {
     /// Tells the workers to stop (the last step of a quiesce).
     pub fn shutdown(&self) {
         self.shared.idle.shutdown();
+    }
+
+    /// `Scheduler::quiesce` without its reactor, timer thread and
+    /// deadline: closes the pool to external submissions, waits until
+    /// every worker parked with no shared work queued, and tells the
+    /// workers to stop. The caller then joins the workers (adding what each
+    /// reports left) and calls [`drop_shared_queues`](Self::drop_shared_queues).
+    pub fn quiesce(&self) {
+        let shared = &self.shared;
+        shared.close();
+        let drained = shared.quiesce.wait_until(
+            || shared.is_quiescent(),
+            |condvar, held| Some(crate::sync::wait(condvar, held)),
+        );
+        debug_assert!(drained, "an untimed wait ends drained");
+        shared.idle.shutdown();
+    }
+
+    /// The last step of `Scheduler::quiesce`, after the workers were
+    /// joined: the runnables left in the shared queues, dropped.
+    pub fn drop_shared_queues(&self) -> usize {
+        self.shared.drop_shared_queues()
     }
 
     /// Runnables in the shared queues and the workers' own queues (not

@@ -392,8 +392,7 @@ impl Reactor {
             {
                 let slab = lock(&shard.slab);
                 for io in slab.slots.iter().filter_map(|slot| slot.io.as_ref()) {
-                    io.set_readiness(SHUTDOWN);
-                    io.take_wakers(SHUTDOWN, &mut wakers);
+                    io.dispatch(SHUTDOWN, &mut wakers);
                 }
             }
             let driver = lock(&shard.driver).clone();
@@ -528,8 +527,7 @@ impl ReactorInner {
                     bits |= WRITE_CLOSED;
                 }
                 if bits != 0 {
-                    io.set_readiness(bits);
-                    io.take_wakers(bits, wakers);
+                    io.dispatch(bits, wakers);
                 }
             }
         }
@@ -552,8 +550,7 @@ impl Shard {
         {
             let slab = lock(&self.slab);
             for io in slab.slots.iter().filter_map(|slot| slot.io.as_ref()) {
-                io.set_readiness(SHUTDOWN);
-                io.take_wakers(SHUTDOWN, &mut wakers);
+                io.dispatch(SHUTDOWN, &mut wakers);
             }
         }
         for waker in wakers {

@@ -3,6 +3,11 @@
 //! read and write wakers (tokio's `ScheduledIo` is the model). The reactor
 //! (reactor.rs) owns the registrations; this file is the protocol between
 //! the poll and the futures, which holds for whichever worker polls.
+//!
+//! Compiled under `--cfg loom` too (mio is not: the reactor is not), where
+//! `loom-tests/tests/scheduled_io.rs` drives it: a poll of the future
+//! against an edge ([`ScheduledIo::dispatch`]), a clear against a newer
+//! edge, and a poll against shutdown.
 
 use crate::sync::{lock, AtomicUsize, Mutex, Ordering};
 use std::fmt;
@@ -10,18 +15,18 @@ use std::io;
 use std::task::{Context, Poll, Waker};
 
 /// Readiness bit: a read may make progress.
-pub(crate) const READABLE: usize = 1;
+pub const READABLE: usize = 1;
 /// Readiness bit: a write may make progress.
-pub(crate) const WRITABLE: usize = 1 << 1;
+pub const WRITABLE: usize = 1 << 1;
 /// The reactor shut down: every operation fails.
-pub(crate) const SHUTDOWN: usize = 1 << 2;
+pub const SHUTDOWN: usize = 1 << 2;
 /// The read half is closed by the peer (EOF) or an error is pending: a
 /// read makes progress (it returns 0 or the error) for ever after. Never
 /// cleared, so that a read that saw data and the EOF in one edge, and
 /// cleared `READABLE` after a short read, still reaches the EOF.
-pub(crate) const READ_CLOSED: usize = 1 << 3;
+pub const READ_CLOSED: usize = 1 << 3;
 /// The write half is closed or an error is pending (as `READ_CLOSED`).
-pub(crate) const WRITE_CLOSED: usize = 1 << 4;
+pub const WRITE_CLOSED: usize = 1 << 4;
 /// The bits that stay set once set (`ScheduledIo::clear_readiness` keeps
 /// them).
 const FINAL: usize = READ_CLOSED | WRITE_CLOSED;
@@ -54,8 +59,10 @@ pub(crate) fn shut_down_error() -> io::Error {
 
 /// Which half of a source an operation waits for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Direction {
+pub enum Direction {
+    /// The read half (`READABLE`, `READ_CLOSED`).
     Read,
+    /// The write half (`WRITABLE`, `WRITE_CLOSED`).
     Write,
 }
 
@@ -72,7 +79,7 @@ impl Direction {
 /// the operation then hits `WouldBlock`, and at which tick it was seen.
 #[derive(Debug, Clone, Copy)]
 #[must_use]
-pub(crate) struct ReadyEvent {
+pub struct ReadyEvent {
     tick: usize,
     ready: usize,
 }
@@ -85,7 +92,7 @@ struct Waiters {
 }
 
 /// One registered source's readiness and wakers.
-pub(crate) struct ScheduledIo {
+pub struct ScheduledIo {
     /// `READABLE | WRITABLE | SHUTDOWN | READ_CLOSED | WRITE_CLOSED` plus
     /// a tick (bits `TICK_SHIFT..`) that every readiness update
     /// increments. Set by the polling worker and by shutdown; cleared
@@ -98,16 +105,40 @@ pub(crate) struct ScheduledIo {
     waiters: Mutex<Waiters>,
 }
 
+impl fmt::Debug for ScheduledIo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ScheduledIo").finish_non_exhaustive()
+    }
+}
+
+impl Default for ScheduledIo {
+    fn default() -> ScheduledIo {
+        ScheduledIo::new()
+    }
+}
+
 impl ScheduledIo {
-    pub(crate) fn new() -> ScheduledIo {
+    /// No readiness, no wakers.
+    pub fn new() -> ScheduledIo {
         ScheduledIo {
             readiness: AtomicUsize::new(0),
             waiters: Mutex::new(Waiters::default()),
         }
     }
 
+    /// An edge (or a failure) of the source: adds `bits` to the readiness,
+    /// then moves the wakers interested in them into `out`, in that order
+    /// (see [`poll_ready`](Self::poll_ready)); the caller wakes them once it
+    /// released its locks. What the polling worker, the reactor's shutdown
+    /// and a failed poll do for each source.
+    #[inline]
+    pub fn dispatch(&self, bits: usize, out: &mut Vec<Waker>) {
+        self.set_readiness(bits);
+        self.take_wakers(bits, out);
+    }
+
     /// Adds `bits` to the readiness and bumps the tick.
-    pub(crate) fn set_readiness(&self, bits: usize) {
+    fn set_readiness(&self, bits: usize) {
         let mut current = self.readiness.load(Ordering::Acquire);
         loop {
             let tick = ((current >> TICK_SHIFT) + 1) & TICK_MAX;
@@ -129,7 +160,7 @@ impl ScheduledIo {
     }
 
     /// Moves the wakers interested in `bits` into `out`.
-    pub(crate) fn take_wakers(&self, bits: usize, out: &mut Vec<Waker>) {
+    fn take_wakers(&self, bits: usize, out: &mut Vec<Waker>) {
         let mut waiters = lock(&self.waiters);
         if bits & (READABLE | READ_CLOSED | SHUTDOWN) != 0 {
             out.extend(waiters.reader.take());
@@ -159,7 +190,7 @@ impl ScheduledIo {
     /// then loads the bits again. If the reactor's lock comes first, the
     /// re-check sees the bit; if this lock comes first, the reactor finds
     /// the waker.
-    pub(crate) fn poll_ready(
+    pub fn poll_ready(
         &self,
         cx: &mut Context<'_>,
         direction: Direction,
@@ -194,7 +225,7 @@ impl ScheduledIo {
     /// Clears what `event` saw, unless an update came since (its tick
     /// moved on): that update may be a new edge, which must not be lost.
     /// The final bits (`READ_CLOSED`, `WRITE_CLOSED`) stay.
-    pub(crate) fn clear_readiness(&self, event: ReadyEvent) {
+    pub fn clear_readiness(&self, event: ReadyEvent) {
         // Acquire: pairs with the AcqRel update in `set_readiness`.
         let mut current = self.readiness.load(Ordering::Acquire);
         loop {
@@ -217,7 +248,6 @@ impl ScheduledIo {
     }
 }
 
-/// What the polling worker needs besides the slab, shared with every
 #[cfg(test)]
 mod tests {
     use super::*;

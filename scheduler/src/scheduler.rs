@@ -212,6 +212,37 @@ impl Shared {
         (shared, deques)
     }
 
+    /// The start of a quiesce: external submissions are refused from now
+    /// on (a submit that read the flag before this store is accepted).
+    pub(crate) fn close(&self) {
+        // SeqCst: orders the refusal of external submissions before the
+        // emptiness checks of the quiesce (pairs with the Acquire in
+        // `submit_external` and `submit_urgent`).
+        self.closed.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether every worker is parked and no queue other workers can take
+    /// from holds work: the condition a quiesce waits for (see
+    /// `QuiesceGate::wait_until`). State, queues, state again: a worker
+    /// that announced its park, then found work in its re-check, takes
+    /// itself off the sleepers (state) before it takes the work (queues),
+    /// so it cannot slip between the two state reads unseen.
+    pub(crate) fn is_quiescent(&self) -> bool {
+        self.idle.snapshot().unparked == 0
+            && !self.has_shared_work()
+            && self.idle.snapshot().unparked == 0
+    }
+
+    /// The end of a quiesce, once the workers were joined (each emptied
+    /// its own queues and counted what it dropped): counts the runnables
+    /// left in the shared queues, then drops them. Returns the count.
+    pub(crate) fn drop_shared_queues(&self) -> usize {
+        let left = self.queued();
+        while !self.injector.steal().is_empty() {}
+        while !self.urgent.steal().is_empty() {}
+        left
+    }
+
     pub(crate) fn queued(&self) -> usize {
         self.urgent.len()
             + self.injector.len()
@@ -538,20 +569,10 @@ impl Scheduler {
         // from this thread) run in the drain below and see the error
         // "scheduler shut down" instead of being dropped unrun.
         shared.reactor.shutdown();
-        // SeqCst: orders the refusal of external submissions before the
-        // emptiness checks below (pairs with the Acquire in submit).
-        shared.closed.store(true, Ordering::SeqCst);
+        shared.close();
         let timers_pending = self.timer.take().map_or(0, TimerThread::stop);
-        // State, queues, state again: a worker that announced its park,
-        // then found work in its re-check, takes itself off the sleepers
-        // (state) before it takes the work (queues), so it cannot slip
-        // between the two state reads unseen.
         let drained = shared.quiesce.wait_until(
-            || {
-                shared.idle.snapshot().unparked == 0
-                    && !shared.has_shared_work()
-                    && shared.idle.snapshot().unparked == 0
-            },
+            || shared.is_quiescent(),
             |condvar, held| {
                 let now = Instant::now();
                 if now >= deadline {
@@ -583,9 +604,7 @@ impl Scheduler {
         shared.reactor.close();
         // Only the injector is left to empty; the deques were emptied by
         // their workers on exit.
-        runnables_left += shared.queued();
-        while !shared.injector.steal().is_empty() {}
-        while !shared.urgent.steal().is_empty() {}
+        runnables_left += shared.drop_shared_queues();
         let report = QuiesceReport {
             drained,
             runnables_left,

@@ -22,9 +22,10 @@
 //! with every worker parked the monitor stops; the first worker to wake
 //! restarts it.
 
+use crate::monitor_sleep::MonitorSleep;
 use crate::runnable::{Budget, RunOutcome, Runnable};
 use crate::scheduler::{Handle, Shared};
-use crate::sync::{thread, Arc, AtomicBool, AtomicUsize, OnceLock, Ordering};
+use crate::sync::{thread, Arc, AtomicUsize, OnceLock, Ordering};
 use crate::timer_entry::{Action, Fired, TimerEntry};
 use crate::timer_intake::{Pushed, TimerIntake};
 use crate::wheel::{Deadline, Wheel, MAX_TICKS};
@@ -82,10 +83,10 @@ pub(crate) struct TimerShared {
     /// Timers neither fired nor cancelled. Written by `schedule` (+1) and
     /// by the winner of an entry's state (-1).
     pending: AtomicUsize,
-    /// Set by the timer thread when the stall monitor stops ticking (every
-    /// worker parked for a while); cleared by the first worker to wake,
-    /// which then unparks the timer thread.
-    monitor_asleep: AtomicBool,
+    /// Whether the stall monitor stopped ticking (every worker parked for a
+    /// while); the first worker to wake restarts it (see
+    /// `monitor_sleep.rs`).
+    monitor_sleep: MonitorSleep,
     thread: OnceLock<thread::Thread>,
 }
 
@@ -95,7 +96,7 @@ impl TimerShared {
             start: Instant::now(),
             intake: TimerIntake::new(),
             pending: AtomicUsize::new(0),
-            monitor_asleep: AtomicBool::new(false),
+            monitor_sleep: MonitorSleep::new(),
             thread: OnceLock::new(),
         }
     }
@@ -141,14 +142,9 @@ impl TimerShared {
     /// Called by a worker that just woke from (or gave up) parking:
     /// restarts the stall monitor if it had stopped ticking.
     pub(crate) fn wake_monitor(&self) {
-        // SeqCst: the worker's half of a Dekker pair with the monitor, which
-        // stores `monitor_asleep` (SeqCst) and then reads the idle state
-        // (SeqCst); this worker's wake-up changed that state (a SeqCst RMW)
-        // before this load. Either the monitor sees this worker awake and
-        // keeps ticking, or this load sees the flag and wakes it.
-        if self.monitor_asleep.load(Ordering::SeqCst)
-            && self.monitor_asleep.swap(false, Ordering::SeqCst)
-        {
+        // The worker's half of the handshake (`MonitorSleep::wake`): this
+        // worker's wake-up changed the idle state (an RMW) before it.
+        if self.monitor_sleep.wake() {
             if let Some(t) = self.thread.get() {
                 t.unpark();
             }
@@ -230,8 +226,7 @@ impl Monitor {
     /// wakes).
     fn tick(&mut self, shared: &Shared, now: u64) -> Option<u64> {
         let timers = &shared.timers;
-        // SeqCst: see `wake_monitor`.
-        if timers.monitor_asleep.load(Ordering::SeqCst) {
+        if timers.monitor_sleep.is_asleep() {
             return None;
         }
         if now < self.next {
@@ -286,11 +281,8 @@ impl Monitor {
             return Some(self.next);
         }
         self.idle_looks = 0;
-        // SeqCst: the monitor's half of the Dekker pair in `wake_monitor`:
-        // publish the flag, then look at the workers again.
-        timers.monitor_asleep.store(true, Ordering::SeqCst);
-        if shared.idle.snapshot().unparked > 0 {
-            timers.monitor_asleep.store(false, Ordering::SeqCst);
+        // The monitor's half of the handshake with `wake_monitor`.
+        if !timers.monitor_sleep.try_sleep(&shared.idle) {
             return Some(self.next);
         }
         None

@@ -16,6 +16,8 @@ pub(crate) mod context;
 pub(crate) mod lookup;
 /// Futures and asks delivered to an actor as messages.
 pub(crate) mod pipe;
+/// A pipe's state word and waker (loom-modelled).
+pub(crate) mod pipe_state;
 /// The write-once slot behind asks, graceful stops and termination.
 pub(crate) mod promise;
 /// Waiting for an actor's end from outside it.

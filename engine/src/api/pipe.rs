@@ -29,7 +29,6 @@ use std::fmt;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context as TaskContext, Poll, Wake, Waker};
 use std::time::Duration;
@@ -37,54 +36,12 @@ use std::time::Duration;
 use crate::api::actor::Actor;
 use crate::api::ask::Reply;
 use crate::api::context::Context;
+use crate::api::pipe_state::{PipeShared, CANCELLED, DELIVERED, PANICKED, PENDING};
 
 use crate::api::actor_ref::ActorRef;
 use crate::api::ask::{Ask, AskError};
 use crate::runtime::contain::{contain, report};
 use crate::runtime::large;
-
-/// Pipe states (`PipeShared::state`), changed once from `PENDING` by
-/// compare-and-swap.
-const PENDING: u8 = 0;
-/// Cancelled by its handle before delivery.
-const CANCELLED: u8 = 1;
-/// The message was handed to `tell` (delivered or dead-lettered).
-const DELIVERED: u8 = 2;
-/// The future or the mapping panicked: nothing delivered.
-const PANICKED: u8 = 3;
-
-/// What a [`PipeHandle`] and its task share.
-struct PipeShared {
-    /// `PENDING`, then one of the others; written by compare-and-swap from
-    /// `PENDING`, by the handle (`CANCELLED`) or the task (the rest).
-    state: AtomicU8,
-    /// The task's waker, for a cancel to wake it so it drops its future.
-    waker: Mutex<Option<Waker>>,
-}
-
-impl PipeShared {
-    fn state(&self) -> u8 {
-        // Acquire: pairs with the AcqRel compare-and-swap in `finish`.
-        self.state.load(Ordering::Acquire)
-    }
-
-    /// PENDING -> `to`; true for the one winner.
-    fn finish(&self, to: u8) -> bool {
-        // AcqRel: the winner's earlier writes are visible to whoever reads
-        // the final state (Acquire in `state`), and a loser sees the winner's.
-        self.state
-            .compare_exchange(PENDING, to, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
-    }
-
-    fn register(&self, waker: &Waker) {
-        let mut slot = self.waker.lock().unwrap_or_else(|e| e.into_inner());
-        match &*slot {
-            Some(w) if w.will_wake(waker) => {}
-            _ => *slot = Some(waker.clone()),
-        }
-    }
-}
 
 /// Cancels a piped future; returned by [`Context::pipe_to_self`].
 /// Dropping it does not cancel (the future runs and its message is
@@ -101,19 +58,7 @@ impl PipeHandle {
     /// it, `false` if it had already delivered its message (or
     /// panicked, or was cancelled before).
     pub fn cancel(&self) -> bool {
-        if !self.shared.finish(CANCELLED) {
-            return false;
-        }
-        let waker = self
-            .shared
-            .waker
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        if let Some(w) = waker {
-            w.wake();
-        }
-        true
+        self.shared.cancel()
     }
 
     /// Whether the pipe is over: delivered, cancelled, or panicked.
@@ -152,22 +97,14 @@ where
     F: Future<Output = T> + Send + 'static,
     M: Send + 'static,
 {
-    let shared = Arc::new(PipeShared {
-        state: AtomicU8::new(PENDING),
-        waker: Mutex::new(None),
-    });
+    let shared = Arc::new(PipeShared::new());
     let task_shared = Arc::clone(&shared);
     let task = async move {
         let shared = task_shared;
         let mut future = std::pin::pin!(future);
         let output = std::future::poll_fn(|cx| {
-            if shared.state() != PENDING {
-                return Poll::Ready(None);
-            }
-            shared.register(cx.waker());
-            // A cancel between the check above and the registration found
-            // no waker to wake: look again now that it is registered.
-            if shared.state() != PENDING {
+            // Stores the waker for a cancel (see `PipeShared::poll_gate`).
+            if !shared.poll_gate(cx.waker()) {
                 return Poll::Ready(None);
             }
             match catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
@@ -178,13 +115,7 @@ where
         })
         .await;
         // The waker is no longer needed (a cancel now only loses its race).
-        drop(
-            shared
-                .waker
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .take(),
-        );
+        shared.drop_waker();
         match output {
             None => {} // cancelled: the future is dropped with this task
             Some(Ok(output)) => deliver(&shared, &target, output, map),
