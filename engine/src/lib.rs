@@ -257,6 +257,7 @@ pub use crate::patterns::routing::{Broadcast, Group, Pool, Resizer, Router, Rout
 pub use crate::patterns::stash::StashOverflowError;
 pub use crate::patterns::timers::{Cancellable, TimerKey};
 // The runtime: the system, its settings and its shutdown.
+pub use crate::runtime::config::SchedulerSettings;
 pub use crate::runtime::coordinated::CoordinatedShutdownExt;
 pub use crate::runtime::system::{ActorSystem, SystemBuilder, Termination, TerminationReport};
 // Errors.
@@ -272,6 +273,9 @@ pub use proscenium_scheduler::net;
 /// and [`ActorSystem::spawn_task`] return them, and [`Sleep`], the future of
 /// [`Handle::sleep`].
 pub use proscenium_scheduler::{Handle, JoinError, JoinHandle, Sleep};
+/// Configuration through serde: the TOML reader and the value formats
+/// every proscenium section shares.
+pub use proscenium_shutdown::de;
 pub use proscenium_shutdown::{
     AddTaskError, CancellableTask, ConfigError, CoordinatedShutdown, Phase, PhaseConfig, Reason,
     RunState, ShutdownConfig, ShutdownError, ShutdownRun, ShutdownState, TaskError, TaskFailure,

@@ -1,9 +1,10 @@
 //! [`ServerSettings`] from a TOML document whose keys mirror Akka HTTP's
-//! `akka.http.server` (in a table `[http.server]`).
+//! `akka.http.server` (in a table `[http.server]`), through serde.
 
 use crate::binding::ServerSettings;
+use proscenium::de::{self, Scalar};
 use proscenium::ConfigError;
-use proscenium_shutdown::toml_values::{self, invalid, positive, table};
+use serde::{Deserialize, Deserializer};
 use std::path::Path;
 use std::time::Duration;
 
@@ -25,7 +26,13 @@ impl ServerSettings {
     ///   instead): the largest request head, in bytes as above; see
     ///   [`max_head_bytes`](Self::max_head_bytes).
     ///
-    /// An unknown key or a bad value is an error naming the key.
+    /// Durations as [`de::parse_duration`] reads them. An unknown key or a
+    /// bad value is an error naming the key.
+    ///
+    /// `ServerSettings` is also `Deserialize` (the keys of the
+    /// `[http.server]` table over the defaults), to embed in an
+    /// application's own configuration struct: see the `app_config`
+    /// example.
     ///
     /// ```
     /// use proscenium_http::ServerSettings;
@@ -45,38 +52,18 @@ impl ServerSettings {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn from_toml_str(text: &str) -> Result<ServerSettings, ConfigError> {
-        let doc: toml::Table = text
-            .parse()
-            .map_err(|e: toml::de::Error| ConfigError::Parse(e.message().to_owned()))?;
-        let mut settings = ServerSettings::default();
-        let Some(http) = doc.get("http") else {
-            return Ok(settings);
-        };
-        let Some(server) = table(http, "http")?.get("server") else {
-            return Ok(settings);
-        };
-        for (key, value) in table(server, "http.server")? {
-            let full = format!("http.server.{key}");
-            settings = match key.as_str() {
-                "idle-timeout" => settings.idle_timeout(duration(value, &full)?),
-                "header-read-timeout" => settings.header_read_timeout(duration(value, &full)?),
-                "max-connections" => settings.max_connections(positive(value, &full)?),
-                "linger-timeout" => settings.linger_timeout(linger(value, &full)?),
-                "parsing" => {
-                    for (key, value) in table(value, &full)? {
-                        let full = format!("http.server.parsing.{key}");
-                        settings = match key.as_str() {
-                            "max-content-length" => settings.max_body_bytes(bytes(value, &full)?),
-                            "max-head-size" => settings.max_head_bytes(bytes(value, &full)?),
-                            _ => return Err(ConfigError::UnknownKey { key: full }),
-                        };
-                    }
-                    settings
-                }
-                _ => return Err(ConfigError::UnknownKey { key: full }),
-            };
+        /// The document: other tables belong to other layers.
+        #[derive(Deserialize)]
+        struct Document {
+            http: Option<HttpTable>,
         }
-        Ok(settings)
+        /// `[http]`: other keys in it belong to others too.
+        #[derive(Deserialize)]
+        struct HttpTable {
+            server: Option<ServerSettings>,
+        }
+        let doc: Document = de::from_toml_str(text)?;
+        Ok(doc.http.and_then(|h| h.server).unwrap_or_default())
     }
 
     /// [`from_toml_str`](Self::from_toml_str) on a file's contents.
@@ -90,39 +77,104 @@ impl ServerSettings {
     }
 }
 
-/// A positive size in bytes (see [`toml_values::byte_size`]).
-fn bytes(value: &toml::Value, key: &str) -> Result<usize, ConfigError> {
+/// The keys of `[http.server]` over the defaults; unknown keys refused.
+impl<'de> Deserialize<'de> for ServerSettings {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<ServerSettings, D::Error> {
+        ServerSection::deserialize(deserializer).map(|s| s.apply(ServerSettings::default()))
+    }
+}
+
+/// The keys of `[http.server]`, each optional.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct ServerSection {
+    #[serde(default, deserialize_with = "timeout")]
+    idle_timeout: Option<Duration>,
+    #[serde(default, deserialize_with = "timeout")]
+    header_read_timeout: Option<Duration>,
+    #[serde(default, deserialize_with = "positive")]
+    max_connections: Option<usize>,
+    #[serde(default, deserialize_with = "linger")]
+    linger_timeout: Option<Duration>,
+    parsing: Option<ParsingSection>,
+}
+
+/// The keys of `[http.server.parsing]`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct ParsingSection {
+    #[serde(default, deserialize_with = "bytes")]
+    max_content_length: Option<usize>,
+    #[serde(default, deserialize_with = "bytes")]
+    max_head_size: Option<usize>,
+}
+
+impl ServerSection {
+    fn apply(self, mut settings: ServerSettings) -> ServerSettings {
+        if let Some(d) = self.idle_timeout {
+            settings = settings.idle_timeout(d);
+        }
+        if let Some(d) = self.header_read_timeout {
+            settings = settings.header_read_timeout(d);
+        }
+        if let Some(n) = self.max_connections {
+            settings = settings.max_connections(n);
+        }
+        if let Some(d) = self.linger_timeout {
+            settings = settings.linger_timeout(d);
+        }
+        if let Some(parsing) = self.parsing {
+            if let Some(n) = parsing.max_content_length {
+                settings = settings.max_body_bytes(n);
+            }
+            if let Some(n) = parsing.max_head_size {
+                settings = settings.max_head_bytes(n);
+            }
+        }
+        settings
+    }
+}
+
+fn positive<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+    de::scalar(d, "a positive integer", |value| match value {
+        Scalar::Integer(n) => usize::try_from(n).ok().filter(|&n| n > 0),
+        _ => None,
+    })
+    .map(Some)
+}
+
+/// A positive size in bytes ([`de::read_byte_size`]).
+fn bytes<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
     const EXPECTED: &str = "a positive size: an integer of bytes, or a string such as \
                             \"8 MiB\" (units B, KiB, MiB, GiB)";
-    toml_values::byte_size(value)
-        .filter(|&n| n > 0)
-        .ok_or_else(|| invalid(key, EXPECTED))
+    de::scalar(d, EXPECTED, |value| {
+        de::read_byte_size(value).filter(|&n| n > 0)
+    })
+    .map(Some)
 }
 
-/// A duration (see [`toml_values::parse_duration`]), or `"infinite"`
-/// (`Duration::MAX`: the timeout is off); not zero.
-fn duration(value: &toml::Value, key: &str) -> Result<Duration, ConfigError> {
+/// A duration ([`de::parse_duration`]), or `"infinite"` (`Duration::MAX`:
+/// the timeout is off); not zero.
+fn timeout<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
     const EXPECTED: &str = "a duration such as \"10 s\" or \"500 ms\", or \"infinite\"";
-    let text = value.as_str().ok_or_else(|| invalid(key, EXPECTED))?.trim();
-    if text == "infinite" || text == "inf" {
-        return Ok(Duration::MAX);
-    }
-    toml_values::parse_duration(text)
-        .filter(|d| !d.is_zero())
-        .ok_or_else(|| invalid(key, EXPECTED))
+    de::scalar(d, EXPECTED, |value| {
+        read_duration(value).filter(|d| !d.is_zero())
+    })
+    .map(Some)
 }
 
-/// A duration as [`duration`] reads it, or zero (`"0 s"`: no lingering).
-fn linger(value: &toml::Value, key: &str) -> Result<Duration, ConfigError> {
+/// A duration as [`timeout`] reads it, or zero (`"0 s"`: no lingering).
+fn linger<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
     const EXPECTED: &str = "a duration such as \"60 s\" or \"500 ms\", \"infinite\", or \"0 s\"";
-    let zero = value
-        .as_str()
-        .and_then(|text| toml_values::parse_duration(text.trim()))
-        .is_some_and(|d| d.is_zero());
-    if zero {
-        return Ok(Duration::ZERO);
+    de::scalar(d, EXPECTED, read_duration).map(Some)
+}
+
+fn read_duration(value: Scalar<'_>) -> Option<Duration> {
+    match value {
+        Scalar::String(text) if matches!(text.trim(), "infinite" | "inf") => Some(Duration::MAX),
+        Scalar::String(text) => de::parse_duration(text),
+        _ => None,
     }
-    duration(value, key).map_err(|_| invalid(key, EXPECTED))
 }
 
 #[cfg(test)]

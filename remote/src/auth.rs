@@ -5,7 +5,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use proscenium_shutdown::toml_values::invalid;
+use crate::settings::invalid;
 use proscenium_shutdown::ConfigError;
 
 /// A secret (a password, a token, an nkey seed, the cluster key). Its

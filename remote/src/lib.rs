@@ -160,6 +160,7 @@ mod test_support;
 
 mod auth;
 mod codec;
+mod config;
 mod control;
 mod error;
 mod outbound;

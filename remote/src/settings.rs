@@ -2,10 +2,9 @@
 //! or from the `[remote]` table of a TOML file.
 
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
-use proscenium_shutdown::toml_values::{self, invalid};
 pub use proscenium_shutdown::ConfigError;
 
 use crate::auth::{readable, redact_url, NatsAuth, Secret, TlsSettings};
@@ -255,102 +254,6 @@ impl RemoteSettings {
         self
     }
 
-    /// Reads the `[remote]` table of a TOML document: `servers` (an array
-    /// of URLs, or one string), `cluster`, `node` (required),
-    /// `heartbeat-interval`, `failure-detector-timeout`, `connect-timeout`,
-    /// `subscription-capacity` (a positive integer), `outbound-capacity`
-    /// (bytes: an integer or `"64 MiB"`), `reliable-window`,
-    /// `reliable-resend-timeout` (durations as in every proscenium section: `"500ms"`, `"3 s"`,
-    /// `"1.5 s"`, `"1 m"`, `"1 h"`, Akka's long unit names, or here also an
-    /// integer of milliseconds); credentials, at most one way: `user` with
-    /// `password` (or `password-file`), `token` (or `token-file`),
-    /// `nkey-seed` (or `nkey-seed-file`), `credentials-file`; TLS:
-    /// `tls-ca-file`, `tls-cert-file` with `tls-key-file`, `tls-required`
-    /// (a boolean); `cluster-key` (or `cluster-key-file`), the secret that
-    /// signs the cluster's messages. A `*-file` secret is read when the TOML is, relative
-    /// paths from the working directory. Other tables are left alone; an unknown key or a bad
-    /// value is an error naming the key, such as `remote.node`. The result
-    /// is [validated](Self::validate): TOML and code refuse the same
-    /// settings.
-    pub fn from_toml_str(text: &str) -> Result<RemoteSettings, ConfigError> {
-        let doc: toml::Table = text
-            .parse()
-            .map_err(|e: toml::de::Error| ConfigError::Parse(e.message().to_owned()))?;
-        let section = doc
-            .get("remote")
-            .ok_or_else(|| invalid("remote", "a [remote] table"))?
-            .as_table()
-            .ok_or_else(|| invalid("remote", "a table"))?;
-        let mut servers = None;
-        let mut cluster = None;
-        let mut node = None;
-        let mut out = RemoteSettings::new("", "", "");
-        let mut auth = AuthKeys::default();
-        let mut tls_cert = None;
-        let mut tls_key = None;
-        for (key, value) in section {
-            let full = format!("remote.{key}");
-            match key.as_str() {
-                "user" => auth.user = Some(string(value, &full)?),
-                "password" | "password-file" => auth.password = secret(value, &full, key)?,
-                "token" | "token-file" => auth.token = secret(value, &full, key)?,
-                "nkey-seed" | "nkey-seed-file" => auth.nkey = secret(value, &full, key)?,
-                "credentials-file" => auth.creds = Some(PathBuf::from(string(value, &full)?)),
-                "tls-ca-file" => out.tls.ca_file = Some(PathBuf::from(string(value, &full)?)),
-                "tls-cert-file" => tls_cert = Some(PathBuf::from(string(value, &full)?)),
-                "tls-key-file" => tls_key = Some(PathBuf::from(string(value, &full)?)),
-                "tls-required" => out.tls.required = toml_values::flag(value, &full)?,
-                "cluster-key" | "cluster-key-file" => {
-                    if out.cluster_key.is_some() {
-                        return Err(invalid(&full, "cluster-key or cluster-key-file, not both"));
-                    }
-                    out.cluster_key = secret(value, &full, key)?;
-                }
-                "servers" => servers = Some(string_list(value, &full)?),
-                "cluster" => cluster = Some(token(value, &full)?),
-                "node" => node = Some(token(value, &full)?),
-                "heartbeat-interval" => out.heartbeat_interval = duration(value, &full)?,
-                "failure-detector-timeout" => {
-                    out.failure_detector_timeout = duration(value, &full)?
-                }
-                "connect-timeout" => out.connect_timeout = duration(value, &full)?,
-                "subscription-capacity" => {
-                    out.subscription_capacity = toml_values::positive(value, &full)?
-                }
-                "reliable-window" => out.reliable_window = toml_values::positive(value, &full)?,
-                "reliable-resend-timeout" => out.reliable_resend_timeout = duration(value, &full)?,
-                "outbound-capacity" => {
-                    out.outbound_capacity =
-                        toml_values::byte_size(value).ok_or_else(|| invalid(&full, BYTES))?
-                }
-                _ => return Err(ConfigError::UnknownKey { key: full }),
-            }
-        }
-        out.servers = servers.ok_or_else(|| missing("remote.servers"))?;
-        out.cluster = cluster.ok_or_else(|| missing("remote.cluster"))?;
-        out.node = node.ok_or_else(|| missing("remote.node"))?;
-        out.auth = auth.into_auth()?;
-        out.tls.client_cert = match (tls_cert, tls_key) {
-            (Some(cert), Some(key)) => Some((cert, key)),
-            (None, None) => None,
-            (Some(_), None) => return Err(missing_with("remote.tls-key-file", "tls-cert-file")),
-            (None, Some(_)) => return Err(missing_with("remote.tls-cert-file", "tls-key-file")),
-        };
-        // What code would refuse at `connect`, TOML refuses when read.
-        out.validate()?;
-        Ok(out)
-    }
-
-    /// [`from_toml_str`](Self::from_toml_str) on a file's contents.
-    pub fn from_toml_file(path: impl AsRef<Path>) -> Result<RemoteSettings, ConfigError> {
-        let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Io {
-            path: path.display().to_string(),
-            message: e.to_string(),
-        })?;
-        RemoteSettings::from_toml_str(&text)
-    }
-
     /// Checks the names and the timing (`connect` and
     /// [`from_toml_str`](Self::from_toml_str) call it): at least one
     /// server, `cluster` and `node` subject tokens of at most
@@ -425,72 +328,6 @@ impl RemoteSettings {
     }
 }
 
-/// The `[remote]` keys of the credentials, gathered before they are
-/// checked together: one method at most.
-#[derive(Default)]
-struct AuthKeys {
-    user: Option<String>,
-    password: Option<Secret>,
-    token: Option<Secret>,
-    nkey: Option<Secret>,
-    creds: Option<PathBuf>,
-}
-
-impl AuthKeys {
-    fn into_auth(self) -> Result<NatsAuth, ConfigError> {
-        const ONE: &str = "one way to authenticate: user and password, token, nkey-seed or \
-                           credentials-file, not two";
-        let mut methods = Vec::new();
-        let user = match (self.user, self.password) {
-            (Some(user), Some(password)) => Some(NatsAuth::UserPassword { user, password }),
-            (None, None) => None,
-            (Some(_), None) => return Err(missing_with("remote.password", "user")),
-            (None, Some(_)) => return Err(missing_with("remote.user", "password")),
-        };
-        methods.extend(user.map(|a| ("remote.user", a)));
-        methods.extend(self.token.map(|t| ("remote.token", NatsAuth::Token(t))));
-        methods.extend(self.nkey.map(|n| ("remote.nkey-seed", NatsAuth::NKey(n))));
-        methods.extend(
-            self.creds
-                .map(|c| ("remote.credentials-file", NatsAuth::CredentialsFile(c))),
-        );
-        match methods.len() {
-            0 => Ok(NatsAuth::None),
-            1 => Ok(methods.remove(0).1),
-            _ => Err(invalid(methods[1].0, ONE)),
-        }
-    }
-}
-
-/// `key` is required because `with` is set.
-fn missing_with(key: &str, with: &str) -> ConfigError {
-    ConfigError::InvalidValue {
-        key: key.to_owned(),
-        message: format!("required with `{with}`"),
-    }
-}
-
-fn string(value: &toml::Value, key: &str) -> Result<String, ConfigError> {
-    value
-        .as_str()
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned)
-        .ok_or_else(|| invalid(key, "a non-empty string"))
-}
-
-/// A secret given inline (`name`) or in a file (`name-file`, read now):
-/// `Some`, or an error naming `full` (never showing the value).
-fn secret(value: &toml::Value, full: &str, name: &str) -> Result<Option<Secret>, ConfigError> {
-    let text = string(value, full)?;
-    if name.ends_with("-file") {
-        Secret::from_file(&text)
-            .map(Some)
-            .map_err(|e| invalid(full, &format!("a readable file (`{text}`: {e})")))
-    } else {
-        Ok(Some(Secret::new(text)))
-    }
-}
-
 /// The longest name [`Remote::expose`](crate::Remote::expose),
 /// [`Remote::actor_ref`](crate::Remote::actor_ref) and
 /// [`Remote::watch`](crate::Remote::watch) accept, in bytes (UTF-8).
@@ -544,60 +381,23 @@ pub(crate) fn check_actor_name(name: &str) -> Result<(), crate::RemoteError> {
     })
 }
 
+/// An invalid value at `key`: "expected {expected}".
+pub(crate) fn invalid(key: &str, expected: &str) -> ConfigError {
+    ConfigError::InvalidValue {
+        key: key.to_owned(),
+        message: format!("expected {expected}"),
+    }
+}
+
 fn check_token(name: &str, key: &str) -> Result<(), ConfigError> {
     check_name(name, MAX_NODE_NAME_LEN).map_err(|_| invalid(key, TOKEN))
 }
 
-const BYTES: &str =
+pub(crate) const BYTES: &str =
     "a positive size in bytes: an integer, or a string such as \"64 MiB\" (B, KiB, MiB, GiB)";
 
-const TOKEN: &str =
+pub(crate) const TOKEN: &str =
     "a name of 1 to 64 bytes without '.', '*', '>', whitespace or control characters";
-
-fn missing(key: &str) -> ConfigError {
-    ConfigError::InvalidValue {
-        key: key.to_owned(),
-        message: "required".to_owned(),
-    }
-}
-
-fn token(value: &toml::Value, key: &str) -> Result<String, ConfigError> {
-    match value.as_str() {
-        Some(s) if check_name(s, MAX_NODE_NAME_LEN).is_ok() => Ok(s.to_owned()),
-        _ => Err(invalid(key, TOKEN)),
-    }
-}
-
-fn string_list(value: &toml::Value, key: &str) -> Result<Vec<String>, ConfigError> {
-    const EXPECTED: &str = "a server URL or a non-empty array of them";
-    let list = match value {
-        toml::Value::String(s) => vec![s.clone()],
-        toml::Value::Array(items) => items
-            .iter()
-            .map(|v| v.as_str().map(str::to_owned))
-            .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| invalid(key, EXPECTED))?,
-        _ => return Err(invalid(key, EXPECTED)),
-    };
-    if list.is_empty() || list.iter().any(|s| s.trim().is_empty()) {
-        return Err(invalid(key, EXPECTED));
-    }
-    Ok(list)
-}
-
-/// A positive duration: an integer of milliseconds, or a duration string
-/// (see [`toml_values::parse_duration`]).
-fn duration(value: &toml::Value, key: &str) -> Result<Duration, ConfigError> {
-    const EXPECTED: &str = "a positive duration: an integer of milliseconds, or a string such \
-                            as \"500 ms\", \"3 s\", \"1 m\"";
-    let d = match value {
-        toml::Value::Integer(n) => u64::try_from(*n).ok().map(Duration::from_millis),
-        toml::Value::String(s) => toml_values::parse_duration(s),
-        _ => None,
-    };
-    d.filter(|d| !d.is_zero())
-        .ok_or_else(|| invalid(key, EXPECTED))
-}
 
 #[cfg(test)]
 mod tests {
@@ -876,7 +676,7 @@ mod tests {
         assert_eq!(s.heartbeat_interval, Duration::from_millis(250));
         assert_eq!(s.failure_detector_timeout, Duration::from_secs(2));
         assert_eq!(s.connect_timeout, Duration::from_secs(60));
-        // The same duration forms as every other section (toml_values).
+        // The same duration forms as every other section (proscenium::de).
         let s = RemoteSettings::from_toml_str(&format!(
             "{BASE}heartbeat-interval = \"1.5 s\"\nconnect-timeout = \"1 h\""
         ))

@@ -4,8 +4,12 @@
 use std::path::Path;
 use std::time::Duration;
 
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Deserializer};
+
+use crate::de;
 use crate::phase::{default_phases, Phase, PhaseConfig};
-use crate::toml_values::{duration, flag, invalid, table};
 
 /// Why a configuration was refused. Every variant names what is involved.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -84,7 +88,13 @@ fn cycle_text(phases: &[String]) -> String {
 /// assert!(at(Phase::SERVICE_STOP) < at("flush-caches"));
 /// assert!(at("flush-caches") < at(Phase::BEFORE_CLUSTER_SHUTDOWN));
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// `Deserialize` reads the keys of a `[coordinated-shutdown]` table (see
+/// [`from_toml_str`](Self::from_toml_str)) over the defaults and validates
+/// the phase graph, so the section can be a field of an application's own
+/// configuration struct (see [`crate::de`]); unknown keys are refused.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "ShutdownSection")]
 pub struct ShutdownConfig {
     /// The timeout of phases that set none (`default-phase-timeout`).
     pub default_phase_timeout: Duration,
@@ -328,10 +338,15 @@ impl ShutdownConfig {
     /// `terminate-actor-system`, `run-by-actor-system-terminate`, and
     /// `[coordinated-shutdown.phases.<name>]` with `depends-on = [..]`,
     /// `timeout`, `recover`, `enabled`. A `depends-on` of an existing phase
-    /// adds to its dependencies; the other keys replace. Flags take `true`
-    /// / `false` or Akka's `"on"` / `"off"`. Other top-level tables are left
-    /// to their owners; an unknown key inside `coordinated-shutdown` is an
-    /// error. The DAG is validated.
+    /// adds to its dependencies; the other keys replace. Durations as
+    /// [`de::parse_duration`](crate::de::parse_duration) reads them; flags
+    /// take `true` / `false` or Akka's `"on"` / `"off"`. Other top-level
+    /// tables are left to their owners; an unknown key inside
+    /// `coordinated-shutdown` is an error. The DAG is validated, its errors
+    /// typed ([`ConfigError::Cycle`], ...).
+    ///
+    /// The same section embedded in an application's own configuration
+    /// struct: [`ShutdownConfig`]'s `Deserialize` (see [`crate::de`]).
     ///
     /// ```
     /// use proscenium_shutdown::ShutdownConfig;
@@ -348,71 +363,113 @@ impl ShutdownConfig {
     /// assert_eq!(config.phase_timeout("drain-queues"), Some(std::time::Duration::from_millis(500)));
     /// ```
     pub fn from_toml_str(text: &str) -> Result<ShutdownConfig, ConfigError> {
-        let doc: toml::Table = text
-            .parse()
-            .map_err(|e: toml::de::Error| ConfigError::Parse(e.message().to_owned()))?;
-        let mut config = ShutdownConfig::default();
-        let Some(section) = doc.get("coordinated-shutdown") else {
-            return Ok(config);
-        };
-        let section = table(section, "coordinated-shutdown")?;
-        for (key, value) in section {
-            let full = format!("coordinated-shutdown.{key}");
-            match key.as_str() {
-                "default-phase-timeout" => config.default_phase_timeout = duration(value, &full)?,
-                "exit-process" => config.exit_process = flag(value, &full)?,
-                "exit-code" => {
-                    let code = value
-                        .as_integer()
-                        .ok_or_else(|| invalid(&full, "an integer"))?;
-                    config.exit_code =
-                        i32::try_from(code).map_err(|_| invalid(&full, "an i32 exit code"))?;
-                }
-                "run-by-signals" => config.run_by_signals = flag(value, &full)?,
-                "terminate-actor-system" => config.terminate_actor_system = flag(value, &full)?,
-                "run-by-actor-system-terminate" => {
-                    config.run_by_actor_system_terminate = flag(value, &full)?;
-                }
-                "phases" => {
-                    for (name, phase) in table(value, &full)? {
-                        config.merge_phase(name, phase, &format!("{full}.{name}"))?;
-                    }
-                }
-                _ => return Err(ConfigError::UnknownKey { key: full }),
-            }
+        /// The document: other tables belong to other layers.
+        #[derive(Deserialize)]
+        struct Document {
+            #[serde(rename = "coordinated-shutdown")]
+            section: Option<ShutdownSection>,
         }
+        let doc: Document = de::from_toml_str(text)?;
+        let Some(section) = doc.section else {
+            return Ok(ShutdownConfig::default());
+        };
+        let config = section.apply(ShutdownConfig::default());
         config.ordered_phases()?;
         Ok(config)
     }
+}
 
-    fn merge_phase(
-        &mut self,
-        name: &str,
-        value: &toml::Value,
-        prefix: &str,
-    ) -> Result<(), ConfigError> {
-        let mut phase = self.phase_config(name).cloned().unwrap_or_default();
-        for (key, value) in table(value, prefix)? {
-            let full = format!("{prefix}.{key}");
-            match key.as_str() {
-                "depends-on" => {
-                    let list = value
-                        .as_array()
-                        .ok_or_else(|| invalid(&full, "a list of phase names"))?;
-                    for dep in list {
-                        let dep = dep
-                            .as_str()
-                            .ok_or_else(|| invalid(&full, "a list of phase names"))?;
-                        phase = phase.depends_on(dep);
-                    }
-                }
-                "timeout" => phase.timeout = Some(duration(value, &full)?),
-                "recover" => phase.recover = flag(value, &full)?,
-                "enabled" => phase.enabled = flag(value, &full)?,
-                _ => return Err(ConfigError::UnknownKey { key: full }),
+/// The keys of `[coordinated-shutdown]`, each optional: what is set
+/// replaces (or, for a phase's `depends-on`, adds to) the defaults.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct ShutdownSection {
+    #[serde(default, deserialize_with = "some_duration")]
+    default_phase_timeout: Option<Duration>,
+    #[serde(default, deserialize_with = "some_flag")]
+    exit_process: Option<bool>,
+    exit_code: Option<i32>,
+    #[serde(default, deserialize_with = "some_flag")]
+    run_by_signals: Option<bool>,
+    #[serde(default, deserialize_with = "some_flag")]
+    terminate_actor_system: Option<bool>,
+    #[serde(default, deserialize_with = "some_flag")]
+    run_by_actor_system_terminate: Option<bool>,
+    /// Sorted by name (the order the phases are added in, which breaks
+    /// ties in [`ShutdownConfig::ordered_phases`]), as before serde.
+    #[serde(default)]
+    phases: BTreeMap<String, PhaseSection>,
+}
+
+/// The keys of `[coordinated-shutdown.phases.<name>]`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct PhaseSection {
+    depends_on: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "some_duration")]
+    timeout: Option<Duration>,
+    #[serde(default, deserialize_with = "some_flag")]
+    recover: Option<bool>,
+    #[serde(default, deserialize_with = "some_flag")]
+    enabled: Option<bool>,
+}
+
+impl ShutdownSection {
+    /// `config` with the settings of this section applied.
+    fn apply(self, mut config: ShutdownConfig) -> ShutdownConfig {
+        let set = |target: &mut bool, value: Option<bool>| {
+            if let Some(value) = value {
+                *target = value;
             }
+        };
+        if let Some(timeout) = self.default_phase_timeout {
+            config.default_phase_timeout = timeout;
         }
-        self.set_phase(name.to_owned(), phase);
-        Ok(())
+        set(&mut config.exit_process, self.exit_process);
+        if let Some(code) = self.exit_code {
+            config.exit_code = code;
+        }
+        set(&mut config.run_by_signals, self.run_by_signals);
+        set(
+            &mut config.terminate_actor_system,
+            self.terminate_actor_system,
+        );
+        set(
+            &mut config.run_by_actor_system_terminate,
+            self.run_by_actor_system_terminate,
+        );
+        for (name, section) in self.phases {
+            let mut phase = config.phase_config(&name).cloned().unwrap_or_default();
+            for dep in section.depends_on.unwrap_or_default() {
+                phase = phase.depends_on(dep);
+            }
+            if let Some(timeout) = section.timeout {
+                phase.timeout = Some(timeout);
+            }
+            set(&mut phase.recover, section.recover);
+            set(&mut phase.enabled, section.enabled);
+            config.set_phase(name, phase);
+        }
+        config
     }
+}
+
+/// The section read over the defaults and validated (an invalid DAG is an
+/// error at the section's key), for [`ShutdownConfig`]'s `Deserialize`.
+impl TryFrom<ShutdownSection> for ShutdownConfig {
+    type Error = ConfigError;
+
+    fn try_from(section: ShutdownSection) -> Result<ShutdownConfig, ConfigError> {
+        let config = section.apply(ShutdownConfig::default());
+        config.ordered_phases()?;
+        Ok(config)
+    }
+}
+
+fn some_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    de::duration(d).map(Some)
+}
+
+fn some_flag<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
+    de::flag(d).map(Some)
 }

@@ -5,6 +5,10 @@
 //! * [`ShutdownConfig`] and [`PhaseConfig`]: the phases (the defaults of
 //!   [`Phase`], plus your own), their timeouts, `recover` and `enabled`, and
 //!   the process-level flags; in code or from TOML with Akka's key names.
+//! * [`de`]: configuration through serde: the TOML reader every proscenium
+//!   section uses (errors naming the key path and the line) and the value
+//!   formats they share (durations, sizes, flags), for an application's
+//!   own configuration struct too.
 //! * [`CoordinatedShutdown`]: `add_task`, `add_cancellable_task`, `run`
 //!   (idempotent: one shared [`ShutdownRun`]), `state` (which phase, which
 //!   task holds it up).
@@ -16,14 +20,11 @@
 #![deny(missing_docs)]
 
 mod config;
+pub mod de;
 mod phase;
 mod run;
 mod shutdown;
 mod signals;
-/// TOML value readers shared by every proscenium crate's configuration
-/// (not a stable API).
-#[doc(hidden)]
-pub mod toml_values;
 
 pub use crate::config::{ConfigError, ShutdownConfig};
 pub use crate::phase::{Phase, PhaseConfig};

@@ -314,3 +314,96 @@ fn replace_phase_replaces_everything() {
     assert_eq!(stop.depends_on, [Phase::SERVICE_REQUESTS_DONE]);
     assert_eq!(stop.timeout, Some(Duration::from_secs(1)));
 }
+
+/// The section embedded in an application's own configuration struct
+/// (serde, issue 26): read over the defaults and validated as
+/// `from_toml_str` reads it, unknown keys refused, an error naming the
+/// full key path and its line.
+#[test]
+fn the_section_embeds_in_an_application_struct() {
+    use proscenium_shutdown::de;
+    use serde::Deserialize;
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct AppConfig {
+        #[serde(rename = "coordinated-shutdown", default)]
+        shutdown: ShutdownConfig,
+        name: String,
+    }
+
+    let text = r#"
+        name = "shop"
+        [coordinated-shutdown]
+        exit-code = 4
+        [coordinated-shutdown.phases.drain-queues]
+        depends-on = ["service-requests-done"]
+        timeout = "1.5 s"
+    "#;
+    let app: AppConfig = de::from_toml_str(text).unwrap();
+    assert_eq!(app.name, "shop");
+    assert_eq!(app.shutdown, ShutdownConfig::from_toml_str(text).unwrap());
+    assert_eq!(
+        app.shutdown.phase_timeout("drain-queues"),
+        Some(Duration::from_millis(1500))
+    );
+    // Absent: the defaults.
+    let app: AppConfig = de::from_toml_str("name = \"shop\"").unwrap();
+    assert_eq!(app.shutdown, ShutdownConfig::default());
+
+    let err = de::from_toml_str::<AppConfig>(
+        "name = \"shop\"\n[coordinated-shutdown.phases.service-stop]\ntimeout = \"soon\"\n",
+    )
+    .unwrap_err();
+    let ConfigError::InvalidValue { key, message } = &err else {
+        panic!("{err:?}");
+    };
+    assert_eq!(key, "coordinated-shutdown.phases.service-stop.timeout");
+    assert!(message.contains("line 3, column 11"), "{message}");
+    assert!(err.to_string().contains(key.as_str()), "{err}");
+    assert_eq!(
+        de::from_toml_str::<AppConfig>("name = \"a\"\n[coordinated-shutdown]\nexit-jvm = true")
+            .unwrap_err(),
+        ConfigError::UnknownKey {
+            key: "coordinated-shutdown.exit-jvm".to_owned()
+        }
+    );
+    // The application's own keys: as strict.
+    assert_eq!(
+        de::from_toml_str::<AppConfig>("name = \"a\"\nnmae = \"b\"").unwrap_err(),
+        ConfigError::UnknownKey {
+            key: "nmae".to_owned()
+        }
+    );
+    assert_eq!(
+        de::from_toml_str::<AppConfig>("").unwrap_err(),
+        ConfigError::InvalidValue {
+            key: "name".to_owned(),
+            message: "required (line 1, column 1)".to_owned()
+        }
+    );
+    // The phase graph is validated when the section is read.
+    let err = de::from_toml_str::<AppConfig>(
+        "name = \"a\"\n[coordinated-shutdown.phases.x]\ndepends-on = [\"nope\"]\n",
+    )
+    .unwrap_err();
+    let ConfigError::InvalidValue { key, message } = &err else {
+        panic!("{err:?}");
+    };
+    assert_eq!(key, "coordinated-shutdown");
+    assert!(
+        message.contains("`x`") && message.contains("`nope`"),
+        "{message}"
+    );
+}
+
+/// A syntax error is a parse error with its line and column.
+#[test]
+fn a_syntax_error_names_its_line() {
+    let err =
+        ShutdownConfig::from_toml_str("[coordinated-shutdown]\nexit-code = = 3\n").unwrap_err();
+    let ConfigError::Parse(message) = &err else {
+        panic!("{err:?}");
+    };
+    assert!(message.contains("line 2"), "{message}");
+}
