@@ -55,7 +55,6 @@ fn live() -> isize {
 /// Before: each idle connection kept a read buffer of at least the body's
 /// size, 20 MiB and more in all (the assertion's figure).
 #[test]
-#[ignore = "issue 24: fails on the hand-written layer"]
 fn an_idle_connection_does_not_keep_the_buffer_of_a_large_body() {
     const CONNECTIONS: usize = 20;
     const BODY: usize = 1024 * 1024;

@@ -14,7 +14,7 @@ use http::{Request, Response};
 use proscenium::ActorSystem;
 use proscenium_http::{Body, Http, ServerBinding, ServerSettings};
 use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::net::{Shutdown, TcpStream};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
@@ -142,7 +142,6 @@ fn exchange(served: &Served, request: &[u8]) -> (Answer, TcpStream) {
 /// Before: answered 200 (`POST /c 2 x`), the LF taken as part of the
 /// extension, and the connection kept alive.
 #[test]
-#[ignore = "issue 24: fails on the hand-written layer"]
 fn a_bare_lf_in_a_chunk_extension_is_refused() {
     let system = system();
     let served = serve(&system, ServerSettings::default());
@@ -185,7 +184,6 @@ fn a_bare_lf_in_a_chunk_extension_is_refused() {
 /// Before: the body was decoded as chunked, the response said
 /// `Connection: keep-alive`, and the request behind it was served too.
 #[test]
-#[ignore = "issue 24: fails on the hand-written layer"]
 fn chunked_http_10_is_not_kept_alive() {
     let system = system();
     let served = serve(&system, ServerSettings::default());
@@ -213,7 +211,6 @@ fn chunked_http_10_is_not_kept_alive() {
 /// Before: both refusals were served 200, and the handler of the
 /// absolute-form request saw `Host: b.example`.
 #[test]
-#[ignore = "issue 24: fails on the hand-written layer"]
 fn host_is_required_once_and_reconciled_with_an_absolute_target() {
     let system = system();
     let served = serve(&system, ServerSettings::default());
@@ -259,7 +256,6 @@ fn host_is_required_once_and_reconciled_with_an_absolute_target() {
 /// `max_connections(1)` no other client was served (the test's wait for
 /// the drop timed out).
 #[test]
-#[ignore = "issue 24: fails on the hand-written layer"]
 fn a_client_that_leaves_during_a_long_poll_frees_its_slot() {
     let system = system();
     let served = serve(&system, ServerSettings::default().max_connections(1));
@@ -279,7 +275,6 @@ fn a_client_that_leaves_during_a_long_poll_frees_its_slot() {
 /// Before: the stream (never woken) and the connection stayed for good:
 /// the test's wait for the drop timed out.
 #[test]
-#[ignore = "issue 24: fails on the hand-written layer"]
 fn a_client_that_leaves_a_silent_stream_frees_its_slot() {
     let system = system();
     let served = serve(&system, ServerSettings::default().max_connections(1));
@@ -310,7 +305,6 @@ fn a_client_that_leaves_a_silent_stream_frees_its_slot() {
 /// Before: the handler was called and its 200 went out with
 /// `Content-Length` and a body.
 #[test]
-#[ignore = "issue 24: fails on the hand-written layer"]
 fn connect_is_refused_without_reaching_the_handler() {
     let system = system();
     let served = serve(&system, ServerSettings::default());
@@ -356,7 +350,6 @@ fn read_head(c: &mut TcpStream) -> (u16, Vec<(String, String)>) {
 ///
 /// Before: the handler's `Content-Length: 1234` went out as `0`.
 #[test]
-#[ignore = "issue 24: fails on the hand-written layer"]
 fn a_handlers_content_length_on_a_head_response_is_kept() {
     let system = system();
     let served = serve(&system, ServerSettings::default());
@@ -394,7 +387,6 @@ fn a_handlers_content_length_on_a_head_response_is_kept() {
 /// the connection was held until the body ended (the test's read of the
 /// answer timed out).
 #[test]
-#[ignore = "issue 24: fails on the hand-written layer"]
 fn a_trickled_body_is_cut_at_the_body_read_timeout() {
     let system = system();
     let served = serve(
@@ -421,7 +413,9 @@ fn a_trickled_body_is_cut_at_the_body_read_timeout() {
     let a = read_answer(&mut c);
     assert_eq!(a.status, 408, "{a:?}");
     assert_eq!(a.header("connection"), Some("close"));
-    drop(c);
+    // Ends the trickle (its next write fails); the server lingers until
+    // then.
+    c.shutdown(Shutdown::Both).unwrap();
     sender.join().unwrap();
     assert_eq!(served.calls(), 0, "a body cut short reached the handler");
     served.still_serves();
@@ -436,7 +430,6 @@ fn a_trickled_body_is_cut_at_the_body_read_timeout() {
 /// Before: there was no request timeout; the handler held the connection
 /// until it answered (the test's read timed out).
 #[test]
-#[ignore = "issue 24: fails on the hand-written layer"]
 fn a_handler_slower_than_the_request_timeout_is_answered_503() {
     let system = system();
     let served = serve(
