@@ -39,6 +39,8 @@ pub struct ServerSettings {
     pub(crate) header_read_timeout: Duration,
     pub(crate) max_connections: usize,
     pub(crate) linger_timeout: Duration,
+    pub(crate) request_timeout: Duration,
+    pub(crate) body_read_timeout: Duration,
     /// The responses sent during termination (setters in terminate.rs).
     pub(crate) termination: TerminationResponses,
 }
@@ -52,6 +54,8 @@ impl Default for ServerSettings {
             header_read_timeout: Duration::from_secs(30),
             max_connections: 1024,
             linger_timeout: Duration::from_secs(60),
+            request_timeout: Duration::from_secs(20),
+            body_read_timeout: Duration::from_secs(60),
             termination: TerminationResponses::default(),
         }
     }
@@ -125,6 +129,31 @@ impl ServerSettings {
     /// linger until the client closes.
     pub fn linger_timeout(mut self, timeout: Duration) -> ServerSettings {
         self.linger_timeout = timeout;
+        self
+    }
+
+    /// How long the handler may take to produce its response once the
+    /// whole request is in (Akka's `akka.http.server.request-timeout`,
+    /// same default: 20 s; as in Akka, the timer starts at the end of the
+    /// request, so a long upload keeps its time to be processed). Beyond
+    /// it the handler's future is dropped and the answer is `503 Service
+    /// Unavailable`; the connection goes on. A streamed response body is
+    /// not bounded by it once its head is produced (the idle timeout and a
+    /// termination's hard deadline bound it). `Duration::MAX`: never.
+    pub fn request_timeout(mut self, timeout: Duration) -> ServerSettings {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// How long a request body may take to arrive once its head is in,
+    /// whatever its pace (not Akka's: its idle timeout is reset by each
+    /// byte, so a body trickled a byte at a time holds a connection
+    /// forever); beyond it the answer is `408 Request Timeout` and the
+    /// connection closes. The body-side counterpart of
+    /// [`header_read_timeout`](Self::header_read_timeout). Default 60 s
+    /// (an 8 MiB body then needs about 140 KB/s); `Duration::MAX`: never.
+    pub fn body_read_timeout(mut self, timeout: Duration) -> ServerSettings {
+        self.body_read_timeout = timeout;
         self
     }
 }

@@ -19,6 +19,10 @@ impl ServerSettings {
     /// * `max-connections` (Akka's): a positive integer;
     /// * `linger-timeout` (Akka's): a duration, `"infinite"`, or `"0 s"`
     ///   (no lingering); see [`linger_timeout`](Self::linger_timeout);
+    /// * `request-timeout` (Akka's): a duration or `"infinite"`; see
+    ///   [`request_timeout`](Self::request_timeout);
+    /// * `body-read-timeout` (not Akka's): a duration or `"infinite"`; see
+    ///   [`body_read_timeout`](Self::body_read_timeout);
     /// * `parsing.max-content-length` (Akka's): the largest request body,
     ///   bytes as an integer or a string with a unit (`"8 MiB"`; `B`,
     ///   `KiB`, `MiB`, `GiB`); see [`max_body_bytes`](Self::max_body_bytes);
@@ -96,6 +100,10 @@ struct ServerSection {
     max_connections: Option<usize>,
     #[serde(default, deserialize_with = "linger")]
     linger_timeout: Option<Duration>,
+    #[serde(default, deserialize_with = "timeout")]
+    request_timeout: Option<Duration>,
+    #[serde(default, deserialize_with = "timeout")]
+    body_read_timeout: Option<Duration>,
     parsing: Option<ParsingSection>,
 }
 
@@ -122,6 +130,12 @@ impl ServerSection {
         }
         if let Some(d) = self.linger_timeout {
             settings = settings.linger_timeout(d);
+        }
+        if let Some(d) = self.request_timeout {
+            settings = settings.request_timeout(d);
+        }
+        if let Some(d) = self.body_read_timeout {
+            settings = settings.body_read_timeout(d);
         }
         if let Some(parsing) = self.parsing {
             if let Some(n) = parsing.max_content_length {
@@ -197,6 +211,8 @@ mod tests {
             header-read-timeout = "infinite"
             max-connections = 7
             linger-timeout = "250 ms"
+            request-timeout = "3 s"
+            body-read-timeout = "infinite"
             [http.server.parsing]
             max-content-length = "2 KiB"
             max-head-size = 4096
@@ -207,6 +223,8 @@ mod tests {
         assert_eq!(s.header_read_timeout, Duration::MAX);
         assert_eq!(s.max_connections, 7);
         assert_eq!(s.linger_timeout, Duration::from_millis(250));
+        assert_eq!(s.request_timeout, Duration::from_secs(3));
+        assert_eq!(s.body_read_timeout, Duration::MAX);
         assert_eq!(s.max_body_bytes, 2048);
         assert_eq!(s.max_head_bytes, 4096);
         let no_linger = settings("[http.server]\nlinger-timeout = \"0 s\"").expect("zero");
@@ -251,6 +269,14 @@ mod tests {
             (
                 "[http.server]\nheader-read-timeout = \"-1 s\"",
                 "http.server.header-read-timeout",
+            ),
+            (
+                "[http.server]\nrequest-timeout = \"0 s\"",
+                "http.server.request-timeout",
+            ),
+            (
+                "[http.server]\nbody-read-timeout = 20",
+                "http.server.body-read-timeout",
             ),
             (
                 "[http.server]\nlinger-timeout = 60",
@@ -302,6 +328,7 @@ mod tests {
         fn any_value_is_ok_or_names_its_key(
             key in prop::sample::select(vec![
                 "idle-timeout", "header-read-timeout", "max-connections", "linger-timeout",
+                "request-timeout", "body-read-timeout",
                 "parsing.max-content-length", "parsing.max-head-size",
             ]),
             value in prop_oneof![

@@ -35,9 +35,10 @@ pub(crate) async fn serve(
     let mut connection = Connection {
         stream,
         control: guard.control(),
-        buf: Vec::with_capacity(4096),
+        buf: Vec::with_capacity(INITIAL_READ_BUFFER),
         scratch: vec![0; READ_CHUNK].into_boxed_slice(),
         idle: Deadline::new(settings.idle_timeout),
+        body_deadline: None,
         out: Vec::new(),
         settings,
         handle,
@@ -56,6 +57,15 @@ const READ_CHUNK: usize = 8192;
 
 /// The largest output buffer a connection keeps for its next response.
 const KEEP_OUT_BUFFER: usize = 16 * 1024;
+
+/// The read buffer a connection starts with.
+const INITIAL_READ_BUFFER: usize = 4096;
+
+/// The largest read buffer a connection keeps between requests (a head
+/// may take `max_head_bytes` plus one read; a body may take up to
+/// `max_body_bytes`): beyond it the buffer goes back to its initial size
+/// before the next request.
+const KEEP_READ_BUFFER: usize = 4 * READ_CHUNK;
 
 /// Why the loop stopped reading.
 enum Read {
@@ -213,6 +223,9 @@ struct Connection {
     /// The idle timeout between requests, reused across them (see
     /// [`Deadline`]).
     idle: Deadline,
+    /// The body read timeout of the request whose body is being read
+    /// (`None` otherwise): not reset by the bytes that come.
+    body_deadline: Option<Deadline>,
     /// A full response's bytes, reused from one response to the next.
     out: Vec<u8>,
     settings: Arc<ServerSettings>,
@@ -272,6 +285,11 @@ impl Connection {
             let in_flight = self.control.metrics().request_started();
             let response = self.call(handler, request, &span).await;
             drop(in_flight);
+            let response = match response {
+                Called::Response(response) => Some(response),
+                Called::Forced => None,
+                Called::Left => return Ok(()),
+            };
             let Some(response) = response else {
                 // The hard deadline passed. Akka: "if user code does not
                 // reply with a response within the deadline we produce a
@@ -333,6 +351,12 @@ impl Connection {
         // the next request is in, the head timeout (slowloris) from the
         // first byte on.
         self.idle.restart();
+        // A large body grew the buffer: an idle connection does not keep
+        // that (twenty idle connections past an 8 MiB body each held 8 MiB
+        // and more).
+        if self.buf.capacity() > KEEP_READ_BUFFER {
+            self.buf.shrink_to(INITIAL_READ_BUFFER.max(self.buf.len()));
+        }
         let mut head = Deadline::new(self.settings.header_read_timeout);
         loop {
             match wire::parse_head(&self.buf) {
@@ -377,6 +401,14 @@ impl Connection {
     /// the reading (`Terminating`: the request gets the termination
     /// response).
     async fn read_body(&mut self, head: &Head) -> io::Result<BodyRead> {
+        self.body_deadline = Some(Deadline::new(self.settings.body_read_timeout));
+        let read = self.read_framed_body(head).await;
+        self.body_deadline = None;
+        read
+    }
+
+    /// [`read_body`](Self::read_body), under its body read timeout.
+    async fn read_framed_body(&mut self, head: &Head) -> io::Result<BodyRead> {
         let too_large = BodyRead::Refused(StatusCode::PAYLOAD_TOO_LARGE);
         let expects_body = match head.framing {
             Framing::Length(n) if n > self.settings.max_body_bytes => {
@@ -428,6 +460,9 @@ impl Connection {
         let read = loop {
             match httparse::parse_chunk_size(&self.buf) {
                 Ok(httparse::Status::Complete((used, size))) => {
+                    if !wire::chunk_line_is_valid(&self.buf[..used]) {
+                        return Ok(BodyRead::Refused(StatusCode::BAD_REQUEST));
+                    }
                     if size == 0 {
                         self.buf.drain(..used);
                         match self.read_trailers().await? {
@@ -486,6 +521,9 @@ impl Connection {
                     self.buf.drain(..pos + 2);
                     return Ok(Ok(Read::Data));
                 }
+                Some(i) if !wire::trailer_line_is_valid(&self.buf[pos..pos + i]) => {
+                    return Ok(Err(StatusCode::BAD_REQUEST));
+                }
                 Some(i) => pos += i + 2,
                 None if self.buf.len() > self.settings.max_head_bytes => {
                     return Ok(Err(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE));
@@ -527,6 +565,7 @@ impl Connection {
         let stream = &mut self.stream;
         let control = &self.control;
         let handle = &self.handle;
+        let whole = &mut self.body_deadline;
         let polled = poll_fn(|cx| {
             let signals = control.poll_signals(cx);
             if signals.forced {
@@ -540,7 +579,15 @@ impl Connection {
                     control.metrics().idle_closed_on_termination();
                     Poll::Ready(Ok(Polled::Closed))
                 }
-                Poll::Pending => deadline.poll(handle, cx).map(|()| Ok(Polled::TimedOut)),
+                Poll::Pending => {
+                    // A body's whole time, whatever its pace.
+                    if let Some(whole) = whole.as_mut() {
+                        if whole.poll(handle, cx).is_ready() {
+                            return Poll::Ready(Ok(Polled::TimedOut));
+                        }
+                    }
+                    deadline.poll(handle, cx).map(|()| Ok(Polled::TimedOut))
+                }
                 Poll::Ready(Ok(0)) => Poll::Ready(Ok(Polled::Closed)),
                 Poll::Ready(Ok(n)) => Poll::Ready(Ok(Polled::Bytes(n))),
                 Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
@@ -715,6 +762,12 @@ impl Connection {
         let mut out = Vec::new();
         loop {
             let control = &self.control;
+            let mut watch = Departure {
+                stream: &mut self.stream,
+                buf: &mut self.buf,
+                scratch: &mut self.scratch,
+                stopped: false,
+            };
             let next = poll_fn(|cx| {
                 // Akka: "existing streaming responses must complete before
                 // the deadline as well. When the deadline is reached the
@@ -730,7 +783,12 @@ impl Connection {
                         Poll::Ready(Err(()))
                     }
                     Ok(Poll::Ready(None)) => Poll::Ready(Ok(None)),
-                    Ok(Poll::Pending) => Poll::Pending,
+                    // A silent stream (server-sent events between two
+                    // events) notices a client that left.
+                    Ok(Poll::Pending) => watch.poll_left(cx).map(|()| {
+                        tracing::debug!("the client left while its stream was silent");
+                        Err(())
+                    }),
                     Err(_) => {
                         tracing::debug!("a streamed response body panicked");
                         Poll::Ready(Err(()))
@@ -840,32 +898,118 @@ impl Connection {
     }
 
     /// Runs the handler in `span`; a panic (calling it or polling its
-    /// future) answers 500. `None` if the hard deadline passed first.
+    /// future) answers 500, a handler slower than the request timeout
+    /// 503. The handler's future is dropped unfinished if the hard
+    /// deadline passes first (`Forced`) or the client leaves (`Left`).
     async fn call(
         &mut self,
         handler: &Handler,
         request: Request<Body>,
         span: &tracing::Span,
-    ) -> Option<Response<Body>> {
+    ) -> Called {
         let internal_error = || wire::empty_response(StatusCode::INTERNAL_SERVER_ERROR);
         let called = span.in_scope(|| catch_unwind(AssertUnwindSafe(|| handler(request))));
         let mut future = match called {
             Ok(future) => future,
-            Err(_) => return Some(internal_error()),
+            Err(_) => return Called::Response(internal_error()),
         };
+        // Armed when the handler first would wait: from the end of the
+        // request, as Akka's request-timeout.
+        let mut timeout = Deadline::new(self.settings.request_timeout);
         let control = &self.control;
+        let handle = &self.handle;
+        let mut watch = Departure {
+            stream: &mut self.stream,
+            buf: &mut self.buf,
+            scratch: &mut self.scratch,
+            stopped: false,
+        };
         poll_fn(|cx| {
             if control.poll_signals(cx).forced {
-                return Poll::Ready(None);
+                return Poll::Ready(Called::Forced);
             }
-            let _entered = span.enter();
-            match catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
-                Ok(Poll::Ready(response)) => Poll::Ready(Some(response)),
-                Ok(Poll::Pending) => Poll::Pending,
-                Err(_) => Poll::Ready(Some(internal_error())),
+            let polled = {
+                let _entered = span.enter();
+                catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx)))
+            };
+            match polled {
+                Ok(Poll::Ready(response)) => return Poll::Ready(Called::Response(response)),
+                Ok(Poll::Pending) => {}
+                Err(_) => return Poll::Ready(Called::Response(internal_error())),
             }
+            if watch.poll_left(cx).is_ready() {
+                span.in_scope(|| tracing::debug!("the client left while its handler ran"));
+                return Poll::Ready(Called::Left);
+            }
+            if timeout.poll(handle, cx).is_ready() {
+                span.in_scope(|| {
+                    tracing::debug!("the handler missed the request timeout: answered 503")
+                });
+                return Poll::Ready(Called::Response(request_timeout_response()));
+            }
+            Poll::Pending
         })
         .await
+    }
+}
+
+/// How a handler's call ended.
+enum Called {
+    /// Its response (or the server's answer for it: 500 after a panic,
+    /// 503 past the request timeout).
+    Response(Response<Body>),
+    /// The hard deadline passed first.
+    Forced,
+    /// The client left first.
+    Left,
+}
+
+/// Akka HTTP's answer to a request its handler did not answer within the
+/// request timeout (`akka.http.server.request-timeout`): 503 with its text.
+fn request_timeout_response() -> Response<Body> {
+    let mut response = Response::new(Body::from(
+        "The server was not able to produce a timely response to your request.\r\n\
+         Please try again in a short while!",
+    ));
+    *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+    response
+}
+
+/// Watches a connection for its client's departure while the server waits
+/// on something else (a handler, a silent stream): a read that ends (EOF
+/// or an error) means the client left, as hyper takes it (a client that
+/// half-closes its writing side to wait for the answer is taken for one
+/// that left: HTTP/1.1 clients do not do that). Only while no byte of a
+/// next request is in: bytes that come are kept in the buffer (at most one
+/// read, 8 KiB) and the watch stops, so pipelined requests still wait in
+/// the socket, not in ours.
+struct Departure<'a> {
+    stream: &'a mut TcpStream,
+    buf: &'a mut Vec<u8>,
+    scratch: &'a mut [u8],
+    /// The reactor is shutting down (the system terminates): not a
+    /// departure, and nothing more to watch.
+    stopped: bool,
+}
+
+impl Departure<'_> {
+    /// Ready once the client has left; registers the read otherwise.
+    fn poll_left(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        if self.stopped || !self.buf.is_empty() {
+            return Poll::Pending;
+        }
+        match Pin::new(&mut *self.stream).poll_read(cx, self.scratch) {
+            Poll::Ready(Err(e)) if proscenium::net::is_shut_down(&e) => {
+                self.stopped = true;
+                Poll::Pending
+            }
+            Poll::Ready(Ok(0)) | Poll::Ready(Err(_)) => Poll::Ready(()),
+            Poll::Ready(Ok(n)) => {
+                self.buf.extend_from_slice(&self.scratch[..n]);
+                Poll::Pending
+            }
+            Poll::Pending => Poll::Pending,
+        }
     }
 }
 

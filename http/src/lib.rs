@@ -11,13 +11,18 @@
 //! 100-continue` is answered before the body is read), responses by
 //! `Content-Length` or, for a streamed body ([`Body::from_stream`]),
 //! `Transfer-Encoding: chunked`; every response carries a `Date`. A
-//! malformed request is answered 400, a head too large 431, a body too
-//! large 413, a head that does not arrive in time 408, and the connection
-//! closes (a lingering close: the server reads and discards what the client
-//! still sends, so no reset destroys the answer; see
+//! malformed request is answered 400 (an HTTP/1.1 request without exactly
+//! one valid `Host` too; a chunk extension outside RFC 9112's grammar
+//! too), a head too large 431, a body too large 413, a head or a body that
+//! does not arrive in time 408, CONNECT 501 (no tunnels), and the
+//! connection closes (a lingering close: the server reads and discards
+//! what the client still sends, so no reset destroys the answer; see
 //! [`ServerSettings::linger_timeout`]); a handler that panics, or answers
-//! with an informational (1xx) status, is answered 500 and the server goes
-//! on.
+//! with an informational (1xx) status, is answered 500, one slower than
+//! the [request timeout](ServerSettings::request_timeout) 503, and the
+//! server goes on. A client that leaves while its handler runs, or while
+//! its streamed response is silent, is noticed: the handler's future (or
+//! the stream) is dropped and the connection's place freed.
 //!
 //! The [`ServerBinding`] stops the server (Akka HTTP's graceful
 //! termination, docs/decisions/0012-http-server.md):
@@ -59,7 +64,8 @@
 //! the stream down instead of filling memory. [`ServerSettings`] bounds the
 //! rest (Akka's names where it has them, and a TOML form,
 //! [`ServerSettings::from_toml_str`]): head and body sizes, the idle
-//! timeout, the time a head may take (slowloris), the connections served
+//! timeout, the time a head or a body may take (slowloris, a trickled
+//! body), the time a handler may take, the connections served
 //! at once (beyond, new ones wait in the listen backlog), and how long a
 //! closing connection lingers. See
 //! `docs/decisions/0013-http-wire.md`.

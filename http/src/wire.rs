@@ -3,7 +3,7 @@
 
 use crate::body::Body;
 use crate::date;
-use http::header::{CONNECTION, CONTENT_LENGTH, DATE, EXPECT, TRANSFER_ENCODING};
+use http::header::{CONNECTION, CONTENT_LENGTH, DATE, EXPECT, HOST, TRANSFER_ENCODING};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, Response, StatusCode, Uri, Version};
 
 /// Headers per request beyond which the head is refused with 431.
@@ -89,7 +89,11 @@ fn head(request: &httparse::Request<'_, '_>, len: usize) -> Result<Head, StatusC
     }
     let framing = framing(&headers)?;
     let keep_alive = match version {
-        Version::HTTP_10 => has_token(&headers, "keep-alive"),
+        // RFC 9112 §6.1: "A server or client that receives an HTTP/1.0
+        // message containing a Transfer-Encoding header field MUST treat
+        // the message as if the framing is faulty [...] and close the
+        // connection after processing the message."
+        Version::HTTP_10 => framing != Framing::Chunked && has_token(&headers, "keep-alive"),
         _ => !has_token(&headers, "close"),
     };
     // RFC 9110 §10.1.1: an expectation other than 100-continue may be
@@ -102,6 +106,12 @@ fn head(request: &httparse::Request<'_, '_>, len: usize) -> Result<Head, StatusC
             return Err(StatusCode::EXPECTATION_FAILED);
         }
     }
+    // RFC 9110 §9.3.6: a 2xx answer to CONNECT makes the connection a
+    // tunnel, which this server does not have: refused before the handler.
+    if method == Method::CONNECT {
+        return Err(StatusCode::NOT_IMPLEMENTED);
+    }
+    reconcile_host(&mut headers, &uri, version)?;
     Ok(Head {
         method,
         uri,
@@ -112,6 +122,126 @@ fn head(request: &httparse::Request<'_, '_>, len: usize) -> Result<Head, StatusC
         keep_alive,
         expect_continue,
     })
+}
+
+/// RFC 9112 §3.2: "A server MUST respond with a 400 (Bad Request) status
+/// code to any HTTP/1.1 request message that lacks a Host header field and
+/// to any request message that contains more than one Host header field
+/// line or a Host header field with an invalid field value." §3.2.2: with
+/// an absolute-form target, "the origin server MUST ignore the received
+/// Host header field (if any) and instead use the host information of the
+/// request-target": the handler sees the target's host as `Host`.
+fn reconcile_host(headers: &mut HeaderMap, uri: &Uri, version: Version) -> Result<(), StatusCode> {
+    let bad = StatusCode::BAD_REQUEST;
+    let mut hosts = headers.get_all(HOST).iter();
+    match (hosts.next(), hosts.next()) {
+        (Some(_), Some(_)) => return Err(bad),
+        (None, None) if version != Version::HTTP_10 => return Err(bad),
+        (None, _) => {}
+        (Some(value), None) => {
+            // `Host = uri-host [ ":" port ]`, empty when the target has no
+            // authority; no userinfo.
+            let value = value.as_bytes();
+            if !value.is_empty() {
+                let authority = http::uri::Authority::try_from(value).map_err(|_| bad)?;
+                if authority.as_str().contains('@') {
+                    return Err(bad);
+                }
+            }
+        }
+    }
+    if let Some(authority) = uri.authority() {
+        let host = match authority.port() {
+            Some(port) => format!("{}:{}", authority.host(), port),
+            None => authority.host().to_owned(),
+        };
+        headers.insert(HOST, HeaderValue::from_str(&host).map_err(|_| bad)?);
+    }
+    Ok(())
+}
+
+/// Whether a chunk-size line (with its CRLF, as `httparse::parse_chunk_size`
+/// took it) follows RFC 9112 §7.1's grammar: `chunk-size [ chunk-ext ]
+/// CRLF`, `chunk-ext = *( BWS ";" BWS chunk-ext-name [ BWS "=" BWS
+/// chunk-ext-val ] )`, names tokens, values tokens or quoted strings.
+/// httparse takes any octet up to the CRLF in an extension, a bare LF
+/// included: a front end that ends lines at LF would frame the body
+/// differently from this server (request smuggling).
+pub(crate) fn chunk_line_is_valid(line: &[u8]) -> bool {
+    let Some(mut rest) = line.strip_suffix(b"\r\n") else {
+        return false;
+    };
+    let digits = rest.iter().take_while(|b| b.is_ascii_hexdigit()).count();
+    if digits == 0 {
+        return false;
+    }
+    rest = &rest[digits..];
+    let skip_bws = |rest: &mut &[u8]| {
+        while let [b' ' | b'\t', tail @ ..] = *rest {
+            *rest = tail;
+        }
+    };
+    let token = |rest: &mut &[u8]| {
+        let n = rest.iter().take_while(|&&b| is_tchar(b)).count();
+        *rest = &rest[n..];
+        n > 0
+    };
+    loop {
+        skip_bws(&mut rest);
+        match rest {
+            [] => return true,
+            [b';', tail @ ..] => rest = tail,
+            _ => return false,
+        }
+        skip_bws(&mut rest);
+        if !token(&mut rest) {
+            return false;
+        }
+        let mut peek = rest;
+        skip_bws(&mut peek);
+        let [b'=', tail @ ..] = peek else {
+            continue;
+        };
+        rest = tail;
+        skip_bws(&mut rest);
+        if let [b'"', tail @ ..] = rest {
+            rest = tail;
+            loop {
+                match rest {
+                    [b'"', tail @ ..] => {
+                        rest = tail;
+                        break;
+                    }
+                    [b'\\', q, tail @ ..] if is_qdtext(*q) || *q == b'"' || *q == b'\\' => {
+                        rest = tail
+                    }
+                    [b, tail @ ..] if is_qdtext(*b) => rest = tail,
+                    _ => return false,
+                }
+            }
+        } else if !token(&mut rest) {
+            return false;
+        }
+    }
+}
+
+/// RFC 9110 §5.6.2's `tchar`.
+fn is_tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+/// RFC 9110 §5.6.4's `qdtext` (and `obs-text`), HTAB and visible octets
+/// but `"` and `\`.
+fn is_qdtext(b: u8) -> bool {
+    b == b'\t' || b == b' ' || ((0x21..=0x7e).contains(&b) && b != b'"' && b != b'\\') || b >= 0x80
+}
+
+/// Whether a trailer line (without its CRLF) holds only what a field line
+/// may (RFC 9110 §5.5: no CR, LF, NUL nor other control but HTAB): a bare
+/// LF there would end the trailer section early for a front end that ends
+/// lines at LF (request smuggling, as in a chunk extension).
+pub(crate) fn trailer_line_is_valid(line: &[u8]) -> bool {
+    line.iter().all(|&b| b == b'\t' || !b.is_ascii_control())
 }
 
 /// RFC 9112 §6.3: chunked if the final transfer coding is `chunked` (and
@@ -265,11 +395,22 @@ pub(crate) fn encode_into(out: &mut Vec<u8>, response: &Response<Body>, framed: 
     let status = response.status();
     let body = response.body().as_bytes();
     out.reserve(160 + body.len());
+    // RFC 9110 §8.6: a HEAD response's Content-Length is the length a GET
+    // would have got, which the handler may know without producing the
+    // body: its own value is kept when it gives no body.
+    let length = match response.headers().get(CONTENT_LENGTH) {
+        Some(value) if framed.head_request && body.is_empty() => value
+            .to_str()
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0),
+        _ => body.len(),
+    };
     encode_head(
         out,
         status,
         response.headers(),
-        Delimit::Length(body.len()),
+        Delimit::Length(length),
         framed,
     );
     if !bodiless_status(status) && !framed.head_request {
@@ -402,6 +543,40 @@ mod tests {
                 prop_assert!(head.len <= bytes.len());
                 prop_assert!(matches!(head.framing, Framing::Length(_) | Framing::Chunked));
             }
+        }
+    }
+
+    #[test]
+    fn chunk_lines_follow_the_grammar() {
+        for good in [
+            &b"0\r\n"[..],
+            b"1a\r\n",
+            b"2;name\r\n",
+            b"2 ; name = value ;x=\"q \\\" d\"\r\n",
+            b"2;a=b;c\r\n",
+        ] {
+            assert!(
+                chunk_line_is_valid(good),
+                "{:?}",
+                String::from_utf8_lossy(good)
+            );
+        }
+        for bad in [
+            &b"2;\nxx\r\n"[..],
+            b"2;a\rb\r\n",
+            b"2;a\x01\r\n",
+            b"2;\r\n",
+            b"2;a=\r\n",
+            b"2;a=\"open\r\n",
+            b";a\r\n",
+            b"2x\r\n",
+            b"2",
+        ] {
+            assert!(
+                !chunk_line_is_valid(bad),
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
         }
     }
 
