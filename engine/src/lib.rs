@@ -205,6 +205,10 @@ macro_rules! not_loom {
 
 #[cfg(loom)]
 #[allow(missing_debug_implementations)] // internals, for the models only
+#[path = "runtime/claim.rs"]
+mod claim;
+#[cfg(loom)]
+#[allow(missing_debug_implementations)] // internals, for the models only
 #[path = "runtime/drain.rs"]
 mod drain;
 #[cfg(loom)]
@@ -224,6 +228,7 @@ mod timer_state;
 #[cfg(loom)]
 #[doc(hidden)]
 pub mod __loom {
+    pub use crate::claim::Claim;
     pub use crate::drain::{
         close_and_drain, dequeue_system_only, drain_closed, DRAIN_BEFORE_CLOSE,
     };

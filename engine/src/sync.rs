@@ -7,20 +7,22 @@
 //! compile under loom go through here: the result slot
 //! (`api/promise.rs`), the timer slot's state machine
 //! (`patterns/timer_state.rs`), the terminating mailbox's drains
-//! (`runtime/drain.rs`) and a pipe's state word (`api/pipe_state.rs`). The rest of the engine sits on the scheduler,
+//! (`runtime/drain.rs`), a pipe's state word (`api/pipe_state.rs`) and
+//! the system's one-shot claims (`runtime/claim.rs`). The rest of the
+//! engine sits on the scheduler,
 //! which compiles only in part under loom, and is left out of loom builds
 //! (see `lib.rs`).
 
 #[cfg(loom)]
 pub(crate) use loom::{
-    sync::atomic::{AtomicU8, Ordering},
+    sync::atomic::{AtomicBool, AtomicU8, Ordering},
     sync::{Arc, Condvar, Mutex, MutexGuard},
     thread::yield_now,
 };
 
 #[cfg(not(loom))]
 pub(crate) use std::{
-    sync::atomic::{AtomicU8, Ordering},
+    sync::atomic::{AtomicBool, AtomicU8, Ordering},
     sync::{Arc, Condvar, Mutex, MutexGuard},
     thread::yield_now,
 };

@@ -5,6 +5,8 @@
 
 /// The actor cell: two-lane mailbox, shared core, run as a `Runnable`.
 pub(crate) mod cell;
+/// The system's one-shot claims (terminate, reap).
+pub(crate) mod claim;
 /// The system's settings from TOML.
 pub(crate) mod config;
 /// Containing panics from user code run outside the handlers.

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex, MutexGuard};
 use std::task::{Context as TaskContext, Poll};
 use std::time::{Duration, Instant};
@@ -16,6 +16,7 @@ use crate::api::actor::{Actor, Props};
 use crate::api::actor_ref::{ActorId, ActorRef};
 use crate::api::context::{spawn, spawn_root};
 use crate::api::promise::Slot;
+use crate::runtime::claim::Claim;
 use crate::error::{validate_system_name, SpawnError, SystemError};
 use crate::observe::dead_letters::{DeadLetter, DeadLetters, Kill, PoisonPill};
 use crate::observe::event_stream::EventStream;
@@ -133,9 +134,10 @@ pub(crate) struct SystemInner {
     run_panics: AtomicU64,
     /// Panics in piped futures and their mappings (see `pipe_panicked`).
     pipe_panics: AtomicU64,
-    reaping: AtomicBool,
+    /// Claimed when the root guardian has terminated: the reaper starts.
+    reaping: Claim,
     /// Set by the first `terminate` call.
-    terminate_called: AtomicBool,
+    terminate_called: Claim,
     /// The thread that joins the workers; joined by the first `wait`.
     reaper: Mutex<Option<std::thread::JoinHandle<()>>>,
     termination: Slot<TerminationReport>,
@@ -163,10 +165,10 @@ impl SystemInner {
     /// holding one: the handle could be dropped with a cell's state, or
     /// inside a callback the system runs).
     fn last_user_handle_dropped(self: &Arc<Self>) {
-        // Relaxed: a shortcut only (termination asked for, or under way);
-        // `terminate` claims the termination with its own AcqRel swap, so a
-        // stale `false` only costs a task that finds it claimed.
-        if self.terminate_called.load(Ordering::Relaxed) || self.reaping.load(Ordering::Relaxed) {
+        // A shortcut only (termination asked for, or under way):
+        // `terminate` claims the termination itself, so a stale `false`
+        // only costs a task that finds it claimed.
+        if self.terminate_called.is_claimed() || self.reaping.is_claimed() {
             return;
         }
         tracing::debug!(system = %self.name, "the last user handle was dropped: terminating");
@@ -339,8 +341,8 @@ impl SystemBuilder {
             live_cells: AtomicUsize::new(0),
             run_panics: AtomicU64::new(0),
             pipe_panics: AtomicU64::new(0),
-            reaping: AtomicBool::new(false),
-            terminate_called: AtomicBool::new(false),
+            reaping: Claim::new(),
+            terminate_called: Claim::new(),
             reaper: Mutex::new(None),
             termination: Slot::new(),
             quiesce_timeout: self.quiesce_timeout,
@@ -521,9 +523,8 @@ impl ActorSystem {
     pub fn terminate(&self) -> Termination {
         let cs = &self.inner().shutdown;
         // Only the first call has anything to start; later ones wait on
-        // the same termination. AcqRel: pairs with this swap in a later
-        // call, which then sees the first call's claim.
-        if self.inner().terminate_called.swap(true, Ordering::AcqRel) {
+        // the same termination.
+        if !self.inner().terminate_called.claim() {
             return self.when_terminated();
         }
         if cs.config().run_by_actor_system_terminate {
@@ -765,7 +766,7 @@ impl ActorSystem {
     /// join the workers from a thread of our own, then release what the
     /// system holds and complete the termination.
     pub(crate) fn root_terminated(&self) {
-        if self.inner().reaping.swap(true, Ordering::AcqRel) {
+        if !self.inner().reaping.claim() {
             return;
         }
         let system = self.internal();
