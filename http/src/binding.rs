@@ -158,6 +158,50 @@ impl ServerSettings {
     }
 }
 
+/// What a handler's future may produce: a [`Response`], or a `Result` of
+/// one whose error is answered `500 Internal Server Error`, the error
+/// logged (error level, in the request's span), and the server goes on.
+///
+/// ```
+/// use http::{Request, Response};
+/// use proscenium::ActorSystem;
+/// use proscenium_http::{Body, Http};
+///
+/// # let system = ActorSystem::builder().workers(1).pin_workers(false).build()?;
+/// let binding = Http::bind(&system, "127.0.0.1:0".parse()?, |request: Request<Body>| async move {
+///     let text = std::str::from_utf8(request.body().as_bytes())?.to_owned();
+///     Ok::<_, std::str::Utf8Error>(Response::new(Body::from(text)))
+/// })?;
+/// # binding.terminate(std::time::Duration::from_secs(1)).wait()?;
+/// # system.terminate().wait();
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub trait HandlerOutput: Send + 'static {
+    /// The response this output is answered with.
+    fn into_response(self) -> Response<Body>;
+}
+
+impl HandlerOutput for Response<Body> {
+    fn into_response(self) -> Response<Body> {
+        self
+    }
+}
+
+impl<E> HandlerOutput for Result<Response<Body>, E>
+where
+    E: fmt::Display + Send + 'static,
+{
+    fn into_response(self) -> Response<Body> {
+        match self {
+            Ok(response) => response,
+            Err(e) => {
+                tracing::error!(error = %e, "the handler failed: answered 500");
+                crate::wire::empty_response(http::StatusCode::INTERNAL_SERVER_ERROR)
+            }
+        }
+    }
+}
+
 /// The entry point: binds HTTP/1.1 servers on an [`ActorSystem`].
 #[derive(Debug, Clone, Copy)]
 pub struct Http;
@@ -204,7 +248,8 @@ impl Http {
     ) -> io::Result<ServerBinding>
     where
         H: Fn(Request<Body>) -> F + Send + Sync + 'static,
-        F: Future<Output = Response<Body>> + Send + 'static,
+        F: Future + Send + 'static,
+        F::Output: HandlerOutput,
     {
         Http::bind_with(system, addr, ServerSettings::default(), handler)
     }
@@ -218,12 +263,16 @@ impl Http {
     ) -> io::Result<ServerBinding>
     where
         H: Fn(Request<Body>) -> F + Send + Sync + 'static,
-        F: Future<Output = Response<Body>> + Send + 'static,
+        F: Future + Send + 'static,
+        F::Output: HandlerOutput,
     {
         let handle = system.scheduler_handle().clone();
         let listener = TcpListener::bind(&handle, addr)?;
         let local_addr = listener.local_addr()?;
-        let handler: Handler = Arc::new(move |request| Box::pin(handler(request)));
+        let handler: Handler = Arc::new(move |request| {
+            let answer = handler(request);
+            Box::pin(async move { answer.await.into_response() })
+        });
         let server = Arc::new(Server::new(handle.num_workers(), local_addr));
         #[cfg(feature = "metrics")]
         {

@@ -107,7 +107,7 @@ mod metrics;
 mod terminate;
 mod wire;
 
-pub use crate::binding::{Http, ServerBinding, ServerSettings, Unbind};
+pub use crate::binding::{HandlerOutput, Http, ServerBinding, ServerSettings, Unbind};
 pub use crate::body::{Body, BoxError};
 pub use crate::metrics::{ResponsesByClass, ServerMetrics};
 pub use crate::terminate::{
