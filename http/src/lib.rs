@@ -59,6 +59,19 @@
 //! `examples/metrics.rs` serves them as Prometheus text on `/metrics`
 //! (docs/metrics.md lists every metric).
 //!
+//! A handler returns a `Response`, or a `Result` of one whose error is
+//! answered 500 and logged ([`HandlerOutput`]).
+//!
+//! **Calling tokio-based clients from a handler.** Handlers run on the
+//! engine's scheduler, not in a tokio runtime, and tokio's I/O and timers
+//! work only inside one: awaiting a tokio-based client directly panics
+//! ("there is no reactor running"; the server answers the panic 500).
+//! Spawn the client's future on a tokio runtime the application keeps and
+//! await the `JoinHandle`, which any executor can await:
+//! `tokio_handle.spawn(client.get(url)).await` (tested in
+//! `tests/tokio_client.rs`; the engine's `Context::pipe_to_self_on` is the
+//! same idea for actors).
+//!
 //! A [`Body`] is owned bytes, or a stream polled for its next piece only
 //! once the previous one is written, so a client that reads slowly slows
 //! the stream down instead of filling memory. [`ServerSettings`] bounds the
