@@ -300,6 +300,66 @@ impl Http {
             handle,
         })
     }
+    /// Binds `addr` and answers each request with a tower `service`
+    /// (feature `tower`): each request is handed to a clone of it once
+    /// `poll_ready` says it is ready; an error from either is answered
+    /// `500 Internal Server Error` and logged ([`HandlerOutput`]).
+    ///
+    /// ```
+    /// use http::{Request, Response};
+    /// use proscenium::ActorSystem;
+    /// use proscenium_http::{Body, Http, ServerSettings};
+    /// use std::convert::Infallible;
+    /// use std::future::{ready, Ready};
+    /// use std::task::{Context, Poll};
+    ///
+    /// #[derive(Clone)]
+    /// struct Hello;
+    /// impl tower_service::Service<Request<Body>> for Hello {
+    ///     type Response = Response<Body>;
+    ///     type Error = Infallible;
+    ///     type Future = Ready<Result<Response<Body>, Infallible>>;
+    ///     fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+    ///         Poll::Ready(Ok(()))
+    ///     }
+    ///     fn call(&mut self, _: Request<Body>) -> Self::Future {
+    ///         ready(Ok(Response::new(Body::from("hello"))))
+    ///     }
+    /// }
+    ///
+    /// # let system = ActorSystem::builder().workers(1).pin_workers(false).build()?;
+    /// let binding =
+    ///     Http::bind_service(&system, "127.0.0.1:0".parse()?, ServerSettings::default(), Hello)?;
+    /// # binding.terminate(std::time::Duration::from_secs(1)).wait()?;
+    /// # system.terminate().wait();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[cfg(feature = "tower")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
+    pub fn bind_service<S>(
+        system: &ActorSystem,
+        addr: SocketAddr,
+        settings: ServerSettings,
+        service: S,
+    ) -> io::Result<ServerBinding>
+    where
+        S: tower_service::Service<Request<Body>, Response = Response<Body>>
+            + Clone
+            + Send
+            + Sync
+            + 'static,
+        S::Error: fmt::Display + Send + 'static,
+        S::Future: Send + 'static,
+    {
+        Http::bind_with(system, addr, settings, move |request: Request<Body>| {
+            let mut service = service.clone();
+            async move {
+                poll_fn(|cx| service.poll_ready(cx)).await?;
+                service.call(request).await
+            }
+        })
+    }
+
     /// Binds `addr` and answers each request with `actor`: the request and
     /// a [`Reply`] go to it as one message (built with `M::from`; `M` can be
     /// the tuple itself), and the server awaits the reply, as
