@@ -96,7 +96,7 @@ struct ServerSection {
     idle_timeout: Option<Duration>,
     #[serde(default, deserialize_with = "timeout")]
     header_read_timeout: Option<Duration>,
-    #[serde(default, deserialize_with = "positive")]
+    #[serde(default, deserialize_with = "de::positive_integer")]
     max_connections: Option<usize>,
     #[serde(default, deserialize_with = "linger")]
     linger_timeout: Option<Duration>,
@@ -147,14 +147,6 @@ impl ServerSection {
         }
         settings
     }
-}
-
-fn positive<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
-    de::scalar(d, "a positive integer", |value| match value {
-        Scalar::Integer(n) => usize::try_from(n).ok().filter(|&n| n > 0),
-        _ => None,
-    })
-    .map(Some)
 }
 
 /// A positive size in bytes ([`de::read_byte_size`]).

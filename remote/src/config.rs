@@ -87,11 +87,11 @@ struct RemoteSection {
     failure_detector_timeout: Option<Duration>,
     #[serde(default, deserialize_with = "duration")]
     connect_timeout: Option<Duration>,
-    #[serde(default, deserialize_with = "positive")]
+    #[serde(default, deserialize_with = "de::positive_integer")]
     subscription_capacity: Option<usize>,
     #[serde(default, deserialize_with = "bytes")]
     outbound_capacity: Option<usize>,
-    #[serde(default, deserialize_with = "positive")]
+    #[serde(default, deserialize_with = "de::positive_integer")]
     reliable_window: Option<usize>,
     #[serde(default, deserialize_with = "duration")]
     reliable_resend_timeout: Option<Duration>,
@@ -303,14 +303,6 @@ fn servers<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Er
         return Err(serde::de::Error::custom(format!("expected {EXPECTED}")));
     }
     Ok(Some(list))
-}
-
-fn positive<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
-    de::scalar(d, "a positive integer", |value| match value {
-        Scalar::Integer(n) => usize::try_from(n).ok().filter(|&n| n > 0),
-        _ => None,
-    })
-    .map(Some)
 }
 
 /// A positive size in bytes ([`de::read_byte_size`]).

@@ -259,6 +259,19 @@ pub(crate) fn read_flag(value: Scalar<'_>) -> Option<bool> {
     }
 }
 
+/// A positive integer, for an optional key (`#[serde(default,
+/// deserialize_with = "de::positive_integer")]` on an `Option<usize>`):
+/// the count keys of every section (workers, connections, capacities).
+pub fn positive_integer<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<usize>, D::Error> {
+    scalar(deserializer, "a positive integer", |value| match value {
+        Scalar::Integer(n) => usize::try_from(n).ok().filter(|&n| n > 0),
+        _ => None,
+    })
+    .map(Some)
+}
+
 /// A size in bytes: an integer, or a string (see [`parse_byte_size`]).
 /// Zero is allowed; the caller checks its own bounds.
 pub fn byte_size<'de, D: Deserializer<'de>>(deserializer: D) -> Result<usize, D::Error> {

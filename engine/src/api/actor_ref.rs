@@ -208,11 +208,12 @@ fn large_tell<M: Send + 'static>() -> fn(&CellRef<M>, M) {
         });
     }
     let send: fn(&CellRef<M>, ManuallyDrop<M>) = send::<M>;
-    // SAFETY: `ManuallyDrop<M>` is `#[repr(transparent)]` over `M`, so
+    // `ManuallyDrop<M>` is `#[repr(transparent)]` over `M`, so
     // `fn(&CellRef<M>, ManuallyDrop<M>)` and `fn(&CellRef<M>, M)` are
-    // ABI-compatible (std's `fn` documentation, "ABI compatibility":
-    // a `repr(transparent)` wrapper and its field), and calling the one
-    // through the other passes the same `M`, which the callee does not drop.
+    // ABI-compatible (std's `fn` documentation, "ABI compatibility": a
+    // `repr(transparent)` wrapper and its field).
+    // SAFETY: ABI-compatible (above); a call through either passes the
+    // same `M`, which the callee does not drop.
     unsafe { std::mem::transmute::<fn(&CellRef<M>, ManuallyDrop<M>), fn(&CellRef<M>, M)>(send) }
 }
 

@@ -42,7 +42,7 @@ use crate::runtime::system::SystemBuilder;
 #[non_exhaustive]
 pub struct SchedulerSettings {
     /// `workers`: how many worker threads (at least 1).
-    #[serde(default, deserialize_with = "positive")]
+    #[serde(default, deserialize_with = "de::positive_integer")]
     pub workers: Option<usize>,
     /// `pin-workers`: pin each worker to its own core (`true` / `false` or
     /// Akka's `"on"` / `"off"`).
@@ -146,14 +146,6 @@ impl SystemBuilder {
         })?;
         self.from_toml_str(&text)
     }
-}
-
-fn positive<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
-    de::scalar(d, "a positive integer", |value| match value {
-        Scalar::Integer(n) => usize::try_from(n).ok().filter(|&n| n > 0),
-        _ => None,
-    })
-    .map(Some)
 }
 
 fn throughput<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
