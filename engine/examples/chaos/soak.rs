@@ -1114,6 +1114,10 @@ pub(crate) struct Report {
     pub(crate) dead_letters: u64,
     /// Whether termination completed within its patience, and was clean.
     pub(crate) terminated_clean: bool,
+    /// The termination's report as `Debug` (`None` past its patience):
+    /// printed when it was not clean, to say which part was not (the
+    /// workers drained, runnables left, timers pending).
+    pub(crate) termination: Option<String>,
     /// Panics that escaped a run.
     pub(crate) escaped_panics: u64,
     /// Cells alive after termination and after the soak dropped its refs.
@@ -1184,7 +1188,10 @@ impl Report {
             ));
         }
         if !self.terminated_clean {
-            v.push("termination did not complete cleanly".to_owned());
+            v.push(format!(
+                "termination did not complete cleanly: {}",
+                self.termination.as_deref().unwrap_or("none within 120 s")
+            ));
         }
         if self.escaped_panics != 0 {
             v.push(format!("{} panics escaped a run", self.escaped_panics));
@@ -1321,6 +1328,12 @@ impl fmt::Display for Report {
             "  termination clean: {}; escaped panics: {}; live cells after: {}; unpaired hooks: {}",
             self.terminated_clean, self.escaped_panics, self.live_cells_after, self.unpaired
         )?;
+        if !self.terminated_clean {
+            match &self.termination {
+                Some(report) => writeln!(f, "  termination report: {report}")?,
+                None => writeln!(f, "  termination report: none (past the 120 s patience)")?,
+            }
+        }
         if !self.samples.is_empty() {
             writeln!(f)?;
             writeln!(f, "| t (s) | RSS (MiB) | ids issued | live cells |")?;
@@ -1530,6 +1543,7 @@ pub(crate) fn run(cfg: Config) -> Report {
     books.winding_down.store(true, Ordering::Relaxed);
     let report = system.terminate().wait_timeout(Duration::from_secs(120));
     let terminated_clean = report.as_ref().is_some_and(|r| r.clean());
+    let termination = report.as_ref().map(|r| format!("{r:?}"));
     system.event_stream().unsubscribe(&dead_sub);
     system.event_stream().unsubscribe(&sup_sub);
     // Drop the soak's own references to cells.
@@ -1581,6 +1595,7 @@ pub(crate) fn run(cfg: Config) -> Report {
         stalls: sum(|s| s.stalls),
         dead_letters: system.dead_letter_count(),
         terminated_clean,
+        termination,
         escaped_panics: system.escaped_panics(),
         live_cells_after: system.live_cells(),
         unpaired: load(&books.unpaired),
