@@ -906,6 +906,14 @@ fn produce(cfg: &Config, p: usize, books: &Books, deadline: Option<Instant>) -> 
     let leaves = cfg.leaf_count();
     let mut sent = Sent::default();
     let mut timers: VecDeque<(u64, Cancellable)> = VecDeque::new();
+    // The other half of the scheduled messages, not cancelled on the way:
+    // cancelled at the end if still pending, so that no timer of the
+    // producers is left when the system terminates (one due a few
+    // milliseconds after the last send outlived a fast termination, which
+    // then reported it pending and was not clean). Only the last 1,024
+    // are kept: an older one (due at most 30 ms after it was sent) has
+    // long fired, and its handle is dropped, not cancelled.
+    let mut kept: VecDeque<(u64, Cancellable)> = VecDeque::new();
     let mut k: u64 = 0;
     let patience = Duration::from_secs(60);
     loop {
@@ -957,6 +965,11 @@ fn produce(cfg: &Config, p: usize, books: &Books, deadline: Option<Instant>) -> 
             sent.scheduled += 1;
             if rng.one_in(2) {
                 timers.push_back((id, c));
+            } else {
+                if kept.len() == 1024 {
+                    kept.pop_front();
+                }
+                kept.push_back((id, c));
             }
         } else {
             let act = pick_act(&mut rng, leaves, cfg.fail_per_10k);
@@ -1009,7 +1022,7 @@ fn produce(cfg: &Config, p: usize, books: &Books, deadline: Option<Instant>) -> 
             _ => {}
         }
     }
-    for (id, c) in timers {
+    for (id, c) in timers.into_iter().chain(kept) {
         if c.cancel() {
             sent.cancelled += 1;
             books.settle(id, Bucket::ProducerCancelled);
