@@ -194,3 +194,57 @@ impl From<&str> for Body {
         Body::from(text.as_bytes().to_vec())
     }
 }
+
+/// A `Body` is an [`http_body::Body`], the ecosystem's body trait (what
+/// hyper and tower's middleware read): a full body is one data frame, a
+/// stream one frame per item (empty items skipped); a stream's `Err` item
+/// is the body's error.
+///
+/// ```
+/// use http_body::Body as _;
+/// use proscenium_http::Body;
+///
+/// let body = Body::from("hello");
+/// assert_eq!(body.size_hint().exact(), Some(5));
+/// assert!(!body.is_end_stream());
+/// assert!(Body::empty().is_end_stream());
+/// ```
+impl http_body::Body for Body {
+    type Data = bytes::Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<bytes::Bytes>, BoxError>>> {
+        match &mut self.kind {
+            Kind::Full(bytes) if bytes.is_empty() => Poll::Ready(None),
+            Kind::Full(bytes) => {
+                let data = bytes::Bytes::from(std::mem::take(bytes));
+                Poll::Ready(Some(Ok(http_body::Frame::data(data))))
+            }
+            Kind::Stream(stream) => loop {
+                match stream.as_mut().poll_next(cx) {
+                    Poll::Ready(Some(Ok(data))) if data.is_empty() => continue,
+                    Poll::Ready(Some(Ok(data))) => {
+                        return Poll::Ready(Some(Ok(http_body::Frame::data(data.into()))))
+                    }
+                    Poll::Ready(Some(Err(e))) => return Poll::Ready(Some(Err(e))),
+                    Poll::Ready(None) => return Poll::Ready(None),
+                    Poll::Pending => return Poll::Pending,
+                }
+            },
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        matches!(&self.kind, Kind::Full(bytes) if bytes.is_empty())
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        match &self.kind {
+            Kind::Full(bytes) => http_body::SizeHint::with_exact(bytes.len() as u64),
+            Kind::Stream(_) => http_body::SizeHint::default(),
+        }
+    }
+}

@@ -34,6 +34,8 @@ pub(crate) async fn serve(
     }
     let mut connection = Connection {
         stream,
+        first_head: true,
+        http2: false,
         control: guard.control(),
         buf: Vec::with_capacity(INITIAL_READ_BUFFER),
         scratch: vec![0; READ_CHUNK].into_boxed_slice(),
@@ -48,8 +50,50 @@ pub(crate) async fn serve(
     if let Err(e) = connection.run(&handler).await {
         tracing::debug!(error = %e, "connection failed");
     }
+    #[cfg(feature = "http2")]
+    if connection.http2 {
+        // The client opened with the HTTP/2 preface: hyper's HTTP/2
+        // server takes the connection, and the bytes read so far.
+        let Connection {
+            stream,
+            buf,
+            settings,
+            handle,
+            ..
+        } = connection;
+        return crate::http2::serve(stream, buf, guard, handler, settings, handle).await;
+    }
     drop(connection);
     drop(guard);
+}
+
+/// The connection preface of HTTP/2 with prior knowledge (RFC 9113 §3.4):
+/// a client that knows the server speaks HTTP/2 sends it first.
+const HTTP2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// What a connection's first bytes say about the preface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Preface {
+    /// They are the HTTP/2 preface.
+    Http2,
+    /// They begin it (or nothing came yet): read on.
+    Maybe,
+    /// They are not it: HTTP/1.x.
+    No,
+}
+
+fn preface(buf: &[u8]) -> Preface {
+    if buf.len() >= HTTP2_PREFACE.len() {
+        if buf.starts_with(HTTP2_PREFACE) {
+            Preface::Http2
+        } else {
+            Preface::No
+        }
+    } else if HTTP2_PREFACE.starts_with(buf) {
+        Preface::Maybe
+    } else {
+        Preface::No
+    }
 }
 
 /// The most one read takes from the socket.
@@ -211,6 +255,12 @@ enum Wrote {
 
 struct Connection {
     stream: TcpStream,
+    /// No request head was read yet: the first bytes may be the HTTP/2
+    /// preface.
+    first_head: bool,
+    /// The first bytes were the HTTP/2 preface (`run` returned without
+    /// consuming them): `serve` hands the connection to hyper.
+    http2: bool,
     control: Arc<Control>,
     /// Bytes read and not yet consumed (the next, maybe pipelined, requests).
     buf: Vec<u8>,
@@ -359,6 +409,27 @@ impl Connection {
         }
         let mut head = Deadline::new(self.settings.header_read_timeout);
         loop {
+            if self.first_head {
+                // Before any parse of the first head (the preface's
+                // request line is not HTTP/1.x): `GET` and every other
+                // method part ways with it at its first byte.
+                match preface(&self.buf) {
+                    Preface::No => self.first_head = false,
+                    Preface::Http2 if cfg!(feature = "http2") => {
+                        self.http2 = true;
+                        return Ok(None);
+                    }
+                    // Without the feature the preface is parsed as
+                    // HTTP/1.x, and refused (400).
+                    Preface::Http2 => self.first_head = false,
+                    Preface::Maybe if self.buf.is_empty() => {}
+                    Preface::Maybe => match self.read_more(Reading::Head, &mut head).await? {
+                        Read::Data => continue,
+                        Read::Closed | Read::Terminating => return Ok(None),
+                        Read::TimedOut => return Ok(Some(Err(StatusCode::REQUEST_TIMEOUT))),
+                    },
+                }
+            }
             match wire::parse_head(&self.buf) {
                 Parsed::Complete(head) => return Ok(Some(Ok(head))),
                 Parsed::Invalid(status) => return Ok(Some(Err(status))),
@@ -966,7 +1037,7 @@ enum Called {
 
 /// Akka HTTP's answer to a request its handler did not answer within the
 /// request timeout (`akka.http.server.request-timeout`): 503 with its text.
-fn request_timeout_response() -> Response<Body> {
+pub(crate) fn request_timeout_response() -> Response<Body> {
     let mut response = Response::new(Body::from(
         "The server was not able to produce a timely response to your request.\r\n\
          Please try again in a short while!",
@@ -1039,4 +1110,24 @@ fn request(head: Head, body: Body) -> Request<Body> {
     *request.version_mut() = head.version;
     *request.headers_mut() = head.headers;
     request
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{preface, Preface, HTTP2_PREFACE};
+
+    #[test]
+    fn the_preface_is_told_apart_from_http_1_at_the_first_byte_that_differs() {
+        assert_eq!(preface(b""), Preface::Maybe);
+        assert_eq!(preface(b"PRI * HT"), Preface::Maybe);
+        assert_eq!(preface(b"G"), Preface::No);
+        assert_eq!(preface(b"PRI * HTTP/1.1\r\n"), Preface::No);
+        assert_eq!(preface(HTTP2_PREFACE), Preface::Http2);
+        let mut more = HTTP2_PREFACE.to_vec();
+        more.extend_from_slice(&[0, 0, 0, 4, 0, 0, 0, 0, 0]);
+        assert_eq!(preface(&more), Preface::Http2);
+        let mut almost = HTTP2_PREFACE.to_vec();
+        almost[22] = b'X';
+        assert_eq!(preface(&almost), Preface::No);
+    }
 }

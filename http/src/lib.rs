@@ -116,6 +116,10 @@ mod body;
 mod config;
 mod connection;
 mod date;
+#[cfg(feature = "http2")]
+mod http2;
+#[cfg(feature = "http2")]
+mod hyper_rt;
 mod metrics;
 mod terminate;
 mod wire;

@@ -1,0 +1,688 @@
+//! A connection that opened with the HTTP/2 preface (h2c, prior
+//! knowledge), served by hyper's HTTP/2 server (feature `http2`), with the
+//! server's own rules in the service layer ([`answer`]): the head and body
+//! limits and timeouts, CONNECT, the request timeout, the termination
+//! responses and the counters. HTTP/1.1 stays on the hand-written layer
+//! (`connection.rs`), which hands a connection over here when its first
+//! bytes are the preface (decision 0029).
+//!
+//! Termination: the connection task watches the connection's signals
+//! (`Control`) and passes them to the streams in flight ([`Broadcast`]),
+//! each a task of its own. At the termination signal it calls hyper's
+//! `graceful_shutdown`: GOAWAY (h2 first sends one with the largest stream
+//! id and a PING, then, once the PING's answer shows the client has seen
+//! it, the last stream id it will take); the streams in flight finish, a
+//! stream that reaches the service meanwhile gets the termination
+//! response, and the client opens no more (those above the last id are
+//! refused by h2). At the hard deadline a handler still running is
+//! answered the deadline-exceeded response, the connection is polled until
+//! those responses are handed to hyper (100 ms at most) and dropped.
+
+use crate::binding::{ConnectionGuard, Control, Handler, ServerSettings};
+use crate::body::Body;
+use crate::hyper_rt::{Io, Prefixed, SchedulerExecutor, SchedulerTimer};
+use crate::metrics::InFlight;
+use crate::wire;
+use futures_io::AsyncRead;
+use http::header::{CONNECTION, CONTENT_LENGTH};
+use http::{Method, Request, Response, StatusCode};
+use http_body::Body as _;
+use hyper::body::Incoming;
+use hyper::server::conn::http2;
+use proscenium::net::TcpStream;
+use proscenium::{Handle, Sleep};
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::future::{poll_fn, Future};
+use std::net::Shutdown;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+/// The most one read of the lingering close takes.
+const LINGER_CHUNK: usize = 8192;
+
+/// Serves `stream`, whose first bytes `read` (the HTTP/2 preface and what
+/// came with it) were read by the hand-written layer, with hyper's HTTP/2
+/// server until it closes; the guard (the connection's entry in the
+/// server) is dropped after the socket is closed.
+pub(crate) async fn serve(
+    stream: TcpStream,
+    read: Vec<u8>,
+    guard: ConnectionGuard,
+    handler: Handler,
+    settings: Arc<ServerSettings>,
+    handle: Handle,
+) {
+    tracing::trace!("serving HTTP/2");
+    let control = guard.control();
+    let io = Io::new(stream);
+    let shared = Arc::new(Shared {
+        handler,
+        settings: Arc::clone(&settings),
+        control: Arc::clone(&control),
+        handle: handle.clone(),
+        broadcast: Broadcast::default(),
+        busy: AtomicUsize::new(0),
+        #[cfg(feature = "metrics")]
+        durations: control.metrics().duration_histogram(),
+    });
+    let mut builder = http2::Builder::new(SchedulerExecutor(handle.clone()));
+    builder
+        .timer(SchedulerTimer(handle.clone()))
+        // The head bound the hand-written layer applies (h2 answers a
+        // larger header list 431 itself; the service checks it again).
+        .max_header_list_size(u32::try_from(settings.max_head_bytes).unwrap_or(u32::MAX))
+        // As many streams at once as HTTP/1.1 would have connections'
+        // requests, within the server's connection bound.
+        .max_concurrent_streams(MAX_CONCURRENT_STREAMS);
+    let service = RequestService(Arc::clone(&shared));
+    let mut conn = Box::pin(builder.serve_connection(Prefixed::new(io.clone(), read), service));
+    let mut shutting_down = false;
+    let mut idle = Idle::new(settings.idle_timeout);
+    let mut grace: Option<Sleep> = None;
+    let ended = poll_fn(|cx| {
+        let signals = control.poll_signals(cx);
+        shared
+            .broadcast
+            .publish(signals.terminating, signals.forced);
+        // Requests between the service's call and the end of their
+        // response (Acquire: pairs with `Busy`'s Release updates).
+        let busy = shared.busy.load(Ordering::Acquire);
+        if signals.forced {
+            // The handlers still running answer the deadline-exceeded
+            // response (an HTTP/2 stream's in its own task): the
+            // connection is polled until they are handed to hyper and
+            // written as far as the socket takes them, for a short grace
+            // at most (past the deadline nothing waits on the client).
+            let grace = grace.get_or_insert_with(|| handle.sleep(FORCED_GRACE));
+            let _ = conn.as_mut().poll(cx);
+            if busy == 0 || Pin::new(grace).poll(cx).is_ready() {
+                return Poll::Ready(Ended::Cut);
+            }
+            return Poll::Pending;
+        }
+        if signals.terminating && !shutting_down {
+            // Akka: "if a connection has no “in-flight” request, it is
+            // terminated immediately"; otherwise its streams in flight
+            // finish (GOAWAY).
+            shutting_down = true;
+            if busy == 0 {
+                control.metrics().idle_closed_on_termination();
+            }
+            conn.as_mut().graceful_shutdown();
+        }
+        match conn.as_mut().poll(cx) {
+            Poll::Ready(Ok(())) => return Poll::Ready(Ended::Closed),
+            Poll::Ready(Err(e)) if handle.is_shut_down() || shut_down(&e) => {
+                // The system terminates under the server: its tasks are
+                // dropped, and the termination's futures fail with
+                // `SystemTerminated` (not an orderly close).
+                tracing::debug!(error = %e, "the scheduler shut down under the connection");
+                return Poll::Pending;
+            }
+            Poll::Ready(Err(e)) => {
+                // A protocol error (h2 sent GOAWAY with its code) or an
+                // I/O failure.
+                tracing::debug!(error = %e, "connection failed");
+                return Poll::Ready(Ended::Closed);
+            }
+            Poll::Pending => {}
+        }
+        let busy = shared.busy.load(Ordering::Acquire);
+        if idle.poll(&handle, cx, busy == 0, io.progress()).is_ready() {
+            return Poll::Ready(Ended::Cut);
+        }
+        Poll::Pending
+    })
+    .await;
+    drop(conn);
+    if ended == Ended::Closed {
+        linger(&io, &control, &settings, &handle).await;
+    }
+    drop(io);
+    drop(guard);
+}
+
+/// Whether `error` comes from the reactor shutting down (the system
+/// terminates).
+fn shut_down(error: &hyper::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = source {
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            if proscenium::net::is_shut_down(io) {
+                return true;
+            }
+        }
+        source = e.source();
+    }
+    false
+}
+
+/// The most streams a client may have open at once on one connection
+/// (RFC 9113 §6.5.2 advises no fewer than 100).
+const MAX_CONCURRENT_STREAMS: u32 = 256;
+
+/// How long, past the hard deadline, the connection is polled for the
+/// deadline-exceeded responses to be handed to hyper and written.
+const FORCED_GRACE: Duration = Duration::from_millis(100);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ended {
+    /// hyper finished the connection: the client closed, or the server
+    /// did after a response that closes it (then linger).
+    Closed,
+    /// Cut: the hard deadline, or the idle timeout.
+    Cut,
+}
+
+/// The idle timeout: armed while no request is in flight, fires when no
+/// byte moved for `after` since it was armed.
+struct Idle {
+    after: Duration,
+    armed: Option<(Sleep, u64)>,
+}
+
+impl Idle {
+    fn new(after: Duration) -> Idle {
+        Idle { after, armed: None }
+    }
+
+    fn poll(
+        &mut self,
+        handle: &Handle,
+        cx: &mut Context<'_>,
+        idle: bool,
+        progress: u64,
+    ) -> Poll<()> {
+        if !idle || self.after == Duration::MAX {
+            self.armed = None;
+            return Poll::Pending;
+        }
+        loop {
+            match &mut self.armed {
+                Some((_, seen)) if *seen != progress => self.armed = None,
+                Some((sleep, _)) => return Pin::new(sleep).poll(cx),
+                None => self.armed = Some((handle.sleep(self.after), progress)),
+            }
+        }
+    }
+}
+
+/// The lingering close (docs/decisions/0013-http-wire.md): shut down the
+/// write half, read and discard until the client closes, the linger
+/// timeout, the hard deadline, or (terminating) nothing is left to read.
+async fn linger(io: &Io, control: &Control, settings: &ServerSettings, handle: &Handle) {
+    let stream = io.stream();
+    match stream.shutdown(Shutdown::Write) {
+        Err(e) if proscenium::net::is_shut_down(&e) => return system_terminating().await,
+        Err(e) if e.kind() != std::io::ErrorKind::NotConnected => {
+            tracing::debug!(error = %e, "shutting down the write half failed");
+            return;
+        }
+        _ => {}
+    }
+    // Tests wait on this event (as on the hand-written layer's).
+    tracing::trace!("lingering after the last response");
+    if settings.linger_timeout.is_zero() {
+        return;
+    }
+    let mut deadline =
+        (settings.linger_timeout != Duration::MAX).then(|| handle.sleep(settings.linger_timeout));
+    let mut sink = vec![0u8; LINGER_CHUNK];
+    let mut shutting_down = false;
+    poll_fn(|cx| {
+        let signals = control.poll_signals(cx);
+        if signals.forced {
+            return Poll::Ready(());
+        }
+        if let Some(deadline) = &mut deadline {
+            if Pin::new(deadline).poll(cx).is_ready() {
+                return Poll::Ready(());
+            }
+        }
+        for _ in 0..16 {
+            match Pin::new(&mut &*stream).poll_read(cx, &mut sink) {
+                Poll::Ready(Err(e)) if proscenium::net::is_shut_down(&e) => {
+                    shutting_down = true;
+                    return Poll::Ready(());
+                }
+                Poll::Ready(Ok(0)) | Poll::Ready(Err(_)) => return Poll::Ready(()),
+                Poll::Ready(Ok(_)) => {}
+                Poll::Pending if signals.terminating => return Poll::Ready(()),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    })
+    .await;
+    if shutting_down {
+        system_terminating().await;
+    }
+}
+
+/// The system terminates under the connection (its reactor is shut
+/// down): the connection keeps its place until its task is dropped with
+/// the workers, so that a termination in progress fails with
+/// `SystemTerminated` instead of completing as if the connection had
+/// closed in order.
+async fn system_terminating() {
+    std::future::pending::<()>().await;
+}
+
+/// What the connection's requests share.
+struct Shared {
+    handler: Handler,
+    settings: Arc<ServerSettings>,
+    control: Arc<Control>,
+    handle: Handle,
+    broadcast: Broadcast,
+    /// Requests between the service's call and the end of their
+    /// response's body (the idle timeout does not run meanwhile). Written
+    /// by the requests; read by the connection task.
+    busy: AtomicUsize,
+    /// `proscenium_http_request_duration_seconds` of this server (the
+    /// `metrics` feature): looked up once per connection.
+    #[cfg(feature = "metrics")]
+    durations: ::metrics::Histogram,
+}
+
+/// The connection's signals, passed on to its requests (an HTTP/2
+/// connection's run as tasks of their own, each with its waker).
+#[derive(Default)]
+struct Broadcast {
+    state: Mutex<BroadcastState>,
+}
+
+#[derive(Default)]
+struct BroadcastState {
+    terminating: bool,
+    forced: bool,
+    next_id: u64,
+    wakers: HashMap<u64, Waker>,
+}
+
+impl Broadcast {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BroadcastState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Records the connection's signals; wakes the requests on a change.
+    fn publish(&self, terminating: bool, forced: bool) {
+        let wakers: Vec<Waker> = {
+            let mut state = self.lock();
+            if state.terminating == terminating && state.forced == forced {
+                return;
+            }
+            state.terminating = terminating;
+            state.forced = forced;
+            state.wakers.values().cloned().collect()
+        };
+        wakers.into_iter().for_each(Waker::wake);
+    }
+
+    fn register(&self) -> u64 {
+        let mut state = self.lock();
+        state.next_id += 1;
+        state.next_id
+    }
+
+    /// (terminating, forced); `id`'s task is woken on a change.
+    fn poll(&self, id: u64, cx: &mut Context<'_>) -> (bool, bool) {
+        let mut state = self.lock();
+        match state.wakers.get(&id) {
+            Some(w) if w.will_wake(cx.waker()) => {}
+            _ => {
+                state.wakers.insert(id, cx.waker().clone());
+            }
+        }
+        (state.terminating, state.forced)
+    }
+
+    fn signals(&self) -> (bool, bool) {
+        let state = self.lock();
+        (state.terminating, state.forced)
+    }
+
+    fn forget(&self, id: u64) {
+        self.lock().wakers.remove(&id);
+    }
+}
+
+/// The hyper service: each request is [`answer`]ed.
+#[derive(Clone)]
+struct RequestService(Arc<Shared>);
+
+impl hyper::service::Service<Request<Incoming>> for RequestService {
+    type Response = Response<Tracked>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response<Tracked>, Infallible>> + Send>>;
+
+    fn call(&self, request: Request<Incoming>) -> Self::Future {
+        let shared = Arc::clone(&self.0);
+        Box::pin(async move { Ok(answer(shared, request).await) })
+    }
+}
+
+/// A response body that keeps its request counted as busy (no idle
+/// timeout) until it ends or is dropped.
+struct Tracked {
+    body: Body,
+    _busy: Busy,
+}
+
+impl http_body::Body for Tracked {
+    type Data = bytes::Bytes;
+    type Error = crate::BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<bytes::Bytes>, crate::BoxError>>> {
+        let body = &mut self.body;
+        match catch_unwind(AssertUnwindSafe(|| Pin::new(body).poll_frame(cx))) {
+            Ok(polled) => polled,
+            Err(_) => Poll::Ready(Some(Err("a streamed response body panicked".into()))),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+/// One request counted in [`Shared::busy`] while alive (from the service's
+/// call until hyper drops its response's body, written).
+struct Busy {
+    shared: Arc<Shared>,
+    /// When its head was in, for a request handed to the handler: its
+    /// duration is recorded when it ends (the `metrics` feature), as the
+    /// hand-written layer records it.
+    #[cfg(feature = "metrics")]
+    handled: Option<std::time::Instant>,
+}
+
+impl Busy {
+    fn new(shared: &Arc<Shared>) -> Busy {
+        // Release/Acquire: pairs with the connection task's load, which
+        // must see the request before it arms the idle timeout.
+        shared.busy.fetch_add(1, Ordering::Release);
+        Busy {
+            shared: Arc::clone(shared),
+            #[cfg(feature = "metrics")]
+            handled: None,
+        }
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        #[cfg(feature = "metrics")]
+        if let Some(started) = self.handled {
+            self.shared.durations.record(started.elapsed());
+        }
+        // Release: pairs with the connection task's Acquire load.
+        self.shared.busy.fetch_sub(1, Ordering::Release);
+    }
+}
+
+/// A response from the server itself, counted.
+fn own(
+    mut response: Response<Body>,
+    busy: Busy,
+    span: &tracing::Span,
+    control: &Control,
+) -> Response<Tracked> {
+    // HTTP/2 has no connection-specific fields (RFC 9113 §8.2.2): the
+    // termination responses' `Connection: close` is HTTP/1.1's; the
+    // connection's end is its GOAWAY.
+    for name in CONNECTION_SPECIFIC {
+        response.headers_mut().remove(name);
+    }
+    span.record("status", response.status().as_u16());
+    control.metrics().response(response.status());
+    response.map(|body| Tracked { body, _busy: busy })
+}
+
+/// The server's rules around the handler, for one request.
+async fn answer(shared: Arc<Shared>, request: Request<Incoming>) -> Response<Tracked> {
+    #[cfg(feature = "metrics")]
+    let started = std::time::Instant::now();
+    #[cfg_attr(not(feature = "metrics"), allow(unused_mut))]
+    let mut busy = Busy::new(&shared);
+    let id = shared.broadcast.register();
+    let _forget = Forget(&shared.broadcast, id);
+    let control = &shared.control;
+    let settings = &shared.settings;
+    let (parts, incoming) = request.into_parts();
+    let span = tracing::debug_span!(
+        "http_request",
+        method = %parts.method,
+        path = parts.uri.path(),
+        status = tracing::field::Empty,
+    );
+    let refuse =
+        |status: StatusCode, busy: Busy| own(wire::empty_response(status), busy, &span, control);
+    // The head's size as the hand-written layer bounded it (hyper's own
+    // bound is its read buffer): 431.
+    let head_len = parts.method.as_str().len()
+        + parts.uri.to_string().len()
+        + 12
+        + parts
+            .headers
+            .iter()
+            .map(|(n, v)| n.as_str().len() + v.len() + 4)
+            .sum::<usize>()
+        + 2;
+    if head_len > settings.max_head_bytes {
+        return refuse(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE, busy);
+    }
+    // RFC 9110 §10.1.1: an expectation other than 100-continue may be
+    // answered 417 (hyper passes it on).
+    let unknown_expectation = parts
+        .headers
+        .get_all(http::header::EXPECT)
+        .iter()
+        .any(|v| !v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+    if unknown_expectation {
+        return refuse(StatusCode::EXPECTATION_FAILED, busy);
+    }
+    // RFC 9110 §9.3.6: no tunnels here.
+    if parts.method == Method::CONNECT {
+        return refuse(StatusCode::NOT_IMPLEMENTED, busy);
+    }
+    // Akka: "no new requests will be delivered to the user handler. All
+    // such drained responses will be replied to with an termination
+    // response".
+    let terminating_response = |busy: Busy| {
+        own(
+            settings.termination.terminating.to_response(),
+            busy,
+            &span,
+            control,
+        )
+    };
+    if shared.broadcast.signals().0 || control.signals().terminating {
+        return terminating_response(busy);
+    }
+    // The body, whole, within `max_body_bytes` and the body read timeout.
+    let declared = parts
+        .headers
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.trim().parse::<u64>().ok());
+    if declared.is_some_and(|n| n > settings.max_body_bytes as u64) {
+        return refuse(StatusCode::PAYLOAD_TOO_LARGE, busy);
+    }
+    let mut incoming = incoming;
+    let mut bytes = Vec::new();
+    let mut deadline = Timer::new(settings.body_read_timeout);
+    let mut idle = Timer::new(settings.idle_timeout);
+    let read = poll_fn(|cx| loop {
+        let (terminating, forced) = shared.broadcast.poll(id, cx);
+        if forced || terminating {
+            return Poll::Ready(Err(None));
+        }
+        match Pin::new(&mut incoming).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => {
+                // Progress: the idle timeout starts over.
+                idle = Timer::new(settings.idle_timeout);
+                if let Ok(data) = frame.into_data() {
+                    if bytes.len() + data.len() > settings.max_body_bytes {
+                        return Poll::Ready(Err(Some(StatusCode::PAYLOAD_TOO_LARGE)));
+                    }
+                    bytes.extend_from_slice(&data);
+                }
+            }
+            Poll::Ready(Some(Err(e))) => {
+                tracing::debug!(error = %e, "reading a request body failed");
+                return Poll::Ready(Err(Some(StatusCode::BAD_REQUEST)));
+            }
+            Poll::Ready(None) => return Poll::Ready(Ok(())),
+            Poll::Pending => {
+                let whole = deadline.poll(&shared.handle, cx);
+                let quiet = idle.poll(&shared.handle, cx);
+                return if whole.is_ready() || quiet.is_ready() {
+                    Poll::Ready(Err(Some(StatusCode::REQUEST_TIMEOUT)))
+                } else {
+                    Poll::Pending
+                };
+            }
+        }
+    })
+    .await;
+    match read {
+        Ok(()) => {}
+        Err(Some(status)) => return refuse(status, busy),
+        Err(None) => return terminating_response(busy),
+    }
+    let request = Request::from_parts(parts, Body::from(bytes));
+    #[cfg(feature = "metrics")]
+    {
+        busy.handled = Some(started);
+    }
+    let in_flight: InFlight = control.metrics().request_started();
+    let called = call(&shared, id, request, &span).await;
+    drop(in_flight);
+    let response = match called {
+        Some(response) => response,
+        None => {
+            // Akka: "if user code does not reply with a response within
+            // the deadline we produce a special [...]
+            // terminationDeadlineExceededResponse HTTP response (e.g. 503
+            // Service Unavailable) with a Connection: close header and
+            // close connection."
+            let response = settings.termination.deadline_exceeded.to_response();
+            return own(response, busy, &span, control);
+        }
+    };
+    let mut response = final_response(response, &span);
+    // A handler written for HTTP/1.1 may say `Connection: close` (or set
+    // another connection-specific field): on HTTP/2 they mean nothing and
+    // are not sent (RFC 9113 §8.2.2; hyper would drop them with a
+    // warning). Akka's "Connection: close" on a response during a
+    // termination is, on HTTP/2, the GOAWAY already sent.
+    for name in CONNECTION_SPECIFIC {
+        response.headers_mut().remove(name);
+    }
+    span.record("status", response.status().as_u16());
+    control.metrics().response(response.status());
+    response.map(|body| Tracked { body, _busy: busy })
+}
+
+/// The fields RFC 9113 §8.2.2 forbids on HTTP/2 (`TE` is allowed only in
+/// requests).
+const CONNECTION_SPECIFIC: [http::header::HeaderName; 5] = [
+    CONNECTION,
+    http::header::TRANSFER_ENCODING,
+    http::header::UPGRADE,
+    http::header::HeaderName::from_static("keep-alive"),
+    http::header::HeaderName::from_static("proxy-connection"),
+];
+
+/// Unregisters a request's waker from the broadcast when it ends.
+struct Forget<'a>(&'a Broadcast, u64);
+
+impl Drop for Forget<'_> {
+    fn drop(&mut self) {
+        self.0.forget(self.1);
+    }
+}
+
+/// Runs the handler in `span`: a panic answers 500, the request timeout
+/// 503; `None` at the hard deadline.
+async fn call(
+    shared: &Shared,
+    id: u64,
+    request: Request<Body>,
+    span: &tracing::Span,
+) -> Option<Response<Body>> {
+    let internal_error = || wire::empty_response(StatusCode::INTERNAL_SERVER_ERROR);
+    let handler = &shared.handler;
+    let called = span.in_scope(|| catch_unwind(AssertUnwindSafe(|| handler(request))));
+    let mut future = match called {
+        Ok(future) => future,
+        Err(_) => return Some(internal_error()),
+    };
+    let mut timeout = Timer::new(shared.settings.request_timeout);
+    poll_fn(|cx| {
+        if shared.broadcast.poll(id, cx).1 {
+            return Poll::Ready(None);
+        }
+        let polled = {
+            let _entered = span.enter();
+            catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx)))
+        };
+        match polled {
+            Ok(Poll::Ready(response)) => Poll::Ready(Some(response)),
+            Ok(Poll::Pending) => match timeout.poll(&shared.handle, cx) {
+                Poll::Ready(()) => Poll::Ready(Some(crate::connection::request_timeout_response())),
+                Poll::Pending => Poll::Pending,
+            },
+            Err(_) => Poll::Ready(Some(internal_error())),
+        }
+    })
+    .await
+}
+
+/// A handler's 1xx answer is not final: 500 (as the hand-written layer).
+fn final_response(response: Response<Body>, span: &tracing::Span) -> Response<Body> {
+    if !response.status().is_informational() {
+        return response;
+    }
+    span.in_scope(|| {
+        tracing::error!(
+            status = %response.status(),
+            "the handler answered with an informational status, which is not a final \
+             response: answered 500 instead"
+        );
+    });
+    wire::empty_response(StatusCode::INTERNAL_SERVER_ERROR)
+}
+
+/// A timeout armed at its first poll; `Duration::MAX` never fires.
+struct Timer {
+    after: Duration,
+    sleep: Option<Sleep>,
+}
+
+impl Timer {
+    fn new(after: Duration) -> Timer {
+        Timer { after, sleep: None }
+    }
+
+    fn poll(&mut self, handle: &Handle, cx: &mut Context<'_>) -> Poll<()> {
+        if self.after == Duration::MAX {
+            return Poll::Pending;
+        }
+        let sleep = self.sleep.get_or_insert_with(|| handle.sleep(self.after));
+        Pin::new(sleep).poll(cx)
+    }
+}

@@ -1,0 +1,304 @@
+//! HTTP/2 (h2c, prior knowledge) and HTTP/1.1 on one port, served by
+//! hyper's HTTP/2 server (feature `http2`, on by default) after the
+//! hand-written layer saw the preface, driven by curl; the termination on
+//! HTTP/2.
+//! Skipped, saying so, when curl is not installed (a failure with
+//! `PROSCENIUM_REQUIRE_PROGRAMS=1`, see tests/programs/mod.rs).
+#![cfg(feature = "http2")]
+#![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
+
+mod programs;
+mod server_process;
+mod support;
+
+use http::{Request, Response};
+use proscenium_http::{Body, Http, ServerBinding, ServerSettings};
+use server_process::{signal, ServerProcess};
+use std::io::{Read, Write};
+use std::process::{Command, Output};
+use std::thread;
+use std::time::Duration;
+use support::{
+    connect, entered, read_answer, slow_server, slow_server_with, system, Gate, PATIENCE,
+};
+
+const LONG: Duration = Duration::from_secs(3600);
+
+fn curl(binding: &ServerBinding, args: &[&str], path: &str) -> Output {
+    let url = format!("http://{}{path}", binding.local_addr());
+    Command::new("curl")
+        .args(["--silent", "--show-error", "--max-time", "30"])
+        .args(["--write-out", "\n%{http_code} %{http_version}"])
+        .args(args)
+        .arg(url)
+        .output()
+        .expect("curl runs")
+}
+
+fn text(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "curl: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+#[test]
+fn http_2_and_http_1_1_on_one_port() {
+    if !programs::present("curl") {
+        return;
+    }
+    let system = system();
+    let (binding, _entered) = slow_server(&system, Gate::default());
+    let h2 = text(&curl(&binding, &["--http2-prior-knowledge"], "/a"));
+    assert_eq!(h2, "GET /a 0\n200 2");
+    let h1 = text(&curl(&binding, &["--http1.1"], "/b"));
+    assert_eq!(h1, "GET /b 0\n200 1.1");
+    let post = text(&curl(
+        &binding,
+        &["--http2-prior-knowledge", "--data-binary", "hello"],
+        "/c",
+    ));
+    assert_eq!(post, "POST /c 5\n200 2");
+    let metrics = binding.metrics();
+    let ok: Vec<_> = metrics.responses_by_status().collect();
+    assert_eq!(ok, [(http::StatusCode::OK, 3)]);
+    binding.terminate(LONG).wait().unwrap();
+    system.terminate().wait();
+}
+
+/// Akka: "existing connections [...] are allowed to finish the in-flight
+/// requests", on HTTP/2: the stream in flight when the termination starts
+/// (GOAWAY) completes with the handler's response.
+#[test]
+fn an_http_2_stream_in_flight_finishes_during_a_termination() {
+    if !programs::present("curl") {
+        return;
+    }
+    let system = system();
+    let gate = Gate::default();
+    let (binding, entered_rx) = slow_server(&system, gate.clone());
+    let addr = binding.local_addr();
+    let client = thread::spawn(move || {
+        Command::new("curl")
+            .args(["--silent", "--show-error", "--max-time", "30"])
+            .args(["--write-out", "\n%{http_code} %{http_version}"])
+            .arg("--http2-prior-knowledge")
+            .arg(format!("http://{addr}/slow"))
+            .output()
+            .expect("curl runs")
+    });
+    assert_eq!(entered(&entered_rx), "/slow");
+    let termination = binding.terminate(LONG);
+    gate.open();
+    assert_eq!(text(&client.join().unwrap()), "GET /slow 0\n200 2");
+    let (tx, rx) = std::sync::mpsc::channel();
+    thread::spawn(move || tx.send(termination.wait()));
+    let terminated = rx.recv_timeout(PATIENCE).unwrap().unwrap();
+    assert_eq!(terminated.forced_connections, 0);
+    system.terminate().wait();
+}
+
+/// Akka: "if user code does not reply with a response within the
+/// deadline we produce a special [...] terminationDeadlineExceededResponse
+/// HTTP response (e.g. 503 Service Unavailable)", on HTTP/2.
+#[test]
+fn an_http_2_handler_past_the_hard_deadline_gets_the_deadline_response() {
+    if !programs::present("curl") {
+        return;
+    }
+    let system = system();
+    let (binding, entered_rx) = slow_server(&system, Gate::default());
+    let addr = binding.local_addr();
+    let client = thread::spawn(move || {
+        Command::new("curl")
+            .args(["--silent", "--show-error", "--max-time", "30"])
+            .args(["--write-out", "\n%{http_code} %{http_version}"])
+            .arg("--http2-prior-knowledge")
+            .arg(format!("http://{addr}/hang"))
+            .output()
+            .expect("curl runs")
+    });
+    assert_eq!(entered(&entered_rx), "/hang");
+    let termination = binding.terminate(Duration::from_millis(100));
+    let out = client.join().unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stdout).ends_with("503 2"),
+        "{out:?}"
+    );
+    let (tx, rx) = std::sync::mpsc::channel();
+    thread::spawn(move || tx.send(termination.wait()));
+    assert!(rx.recv_timeout(PATIENCE).unwrap().is_ok());
+    system.terminate().wait();
+}
+
+/// The `server` example (built with the feature) over both protocols on
+/// its one port, with curl; its SIGTERM still ends it in order, exit 0.
+#[cfg(unix)]
+#[test]
+fn the_server_example_speaks_both_protocols_and_ends_in_order_on_sigterm() {
+    if !programs::present("curl") {
+        return;
+    }
+    let server = ServerProcess::start(&[]);
+    let get = |args: &[&str]| {
+        let out = Command::new("curl")
+            .args(["--silent", "--show-error", "--max-time", "30"])
+            .args(["--write-out", "\n%{http_code} %{http_version}"])
+            .args(args)
+            .arg(format!("http://{}/hello", server.addr))
+            .output()
+            .expect("curl runs");
+        text(&out)
+    };
+    assert_eq!(get(&["--http2-prior-knowledge"]), "hello, world\n200 2");
+    assert_eq!(get(&["--http1.1"]), "hello, world\n200 1.1");
+    signal(&server.child, libc::SIGTERM);
+    let (code, lines) = server.finish();
+    assert_eq!(code, Some(0), "{lines:#?}");
+    assert!(
+        lines.iter().any(|l| l.starts_with("http terminated in ")),
+        "{lines:#?}"
+    );
+}
+
+/// The server's limits and its answers for a handler hold on HTTP/2 as on
+/// HTTP/1.1: a body over `max_body_bytes` is 413 (before the handler), a
+/// handler that panics is 500 and the connection's next stream is served,
+/// a handler slower than the request timeout is 503 (Akka's
+/// `request-timeout`: "the server was not able to produce a timely
+/// response").
+#[test]
+fn limits_panics_and_the_request_timeout_on_http_2() {
+    if !programs::present("curl") {
+        return;
+    }
+    let system = system();
+    let settings = ServerSettings::default()
+        .max_body_bytes(8)
+        .request_timeout(Duration::from_millis(200));
+    let binding = Http::bind_with(
+        &system,
+        "127.0.0.1:0".parse().unwrap(),
+        settings,
+        |req: Request<Body>| async move {
+            match req.uri().path() {
+                "/panic" => panic!("the handler panics"),
+                "/hang" => std::future::pending().await,
+                _ => Response::new(Body::from(format!("{} bytes", req.body().len()))),
+            }
+        },
+    )
+    .unwrap();
+    let h2 = ["--http2-prior-knowledge"];
+    let small = text(&curl(&binding, &[h2[0], "--data-binary", "12345678"], "/"));
+    assert_eq!(small, "8 bytes\n200 2");
+    let large = text(&curl(&binding, &[h2[0], "--data-binary", "123456789"], "/"));
+    assert_eq!(large, "\n413 2");
+    // One connection, three streams at once (nghttp multiplexes them; curl
+    // 7.88 does not reuse a prior-knowledge connection): the panic's 500
+    // does not disturb its neighbours.
+    let multiplexed = programs::present("nghttp");
+    if multiplexed {
+        let url = |path: &str| format!("http://{}{path}", binding.local_addr());
+        let out = Command::new("nghttp")
+            .args(["--null-out", "--stat"])
+            .args([url("/a"), url("/panic"), url("/b")])
+            .output()
+            .expect("nghttp runs");
+        let stats = String::from_utf8_lossy(&out.stdout);
+        let mut codes: Vec<(String, String)> = stats
+            .lines()
+            .filter_map(|line| {
+                let words: Vec<&str> = line.split_whitespace().collect();
+                // id, responseEnd, requestStart, process, code, size, path
+                (words.len() == 7 && words[6].starts_with('/'))
+                    .then(|| (words[6].to_string(), words[4].to_string()))
+            })
+            .collect();
+        codes.sort();
+        let expected = [("/a", "200"), ("/b", "200"), ("/panic", "500")];
+        let expected: Vec<_> = expected
+            .iter()
+            .map(|(p, c)| (p.to_string(), c.to_string()))
+            .collect();
+        assert_eq!(codes, expected, "{stats}");
+    }
+    let late = text(&curl(&binding, &h2, "/hang"));
+    assert!(late.ends_with("\n503 2"), "{late}");
+    assert!(late.starts_with("The server was not able"), "{late}");
+    let by_status: Vec<_> = binding.metrics().responses_by_status().collect();
+    let mut expected = vec![
+        (http::StatusCode::OK, if multiplexed { 3 } else { 1 }),
+        (http::StatusCode::PAYLOAD_TOO_LARGE, 1),
+        (http::StatusCode::INTERNAL_SERVER_ERROR, 1),
+        (http::StatusCode::SERVICE_UNAVAILABLE, 1),
+    ];
+    expected
+        .retain(|&(status, _)| multiplexed || status != http::StatusCode::INTERNAL_SERVER_ERROR);
+    assert_eq!(by_status, expected);
+    binding.terminate(LONG).wait().unwrap();
+    system.terminate().wait();
+}
+
+/// An empty SETTINGS frame (RFC 9113 §6.5): the client's part of the
+/// connection preface after the magic octets.
+const EMPTY_SETTINGS: [u8; 9] = [0, 0, 0, 4, 0, 0, 0, 0, 0];
+
+/// The frame type of the first frame in `bytes` (RFC 9113 §4.1).
+fn first_frame_type(stream: &mut std::net::TcpStream) -> u8 {
+    let mut header = [0u8; 9];
+    stream.read_exact(&mut header).unwrap();
+    header[3]
+}
+
+/// The preface in pieces: the hand-written layer reads on while the bytes
+/// so far begin the preface, then hands the connection to HTTP/2, which
+/// answers with its SETTINGS (RFC 9113 §3.4: "the server connection
+/// preface consists of a potentially empty SETTINGS frame").
+#[test]
+fn a_preface_that_comes_in_pieces_is_served_as_http_2() {
+    let system = system();
+    let (binding, _entered) = slow_server(&system, Gate::default());
+    let mut stream = connect(&binding);
+    stream.set_nodelay(true).unwrap();
+    let preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+    for piece in preface.chunks(5) {
+        stream.write_all(piece).unwrap();
+        stream.flush().unwrap();
+    }
+    stream.write_all(&EMPTY_SETTINGS).unwrap();
+    assert_eq!(first_frame_type(&mut stream), 4, "a SETTINGS frame");
+    drop(stream);
+    // A request line that only begins like the preface is HTTP/1.1's.
+    let mut stream = connect(&binding);
+    stream
+        .write_all(b"PRI * HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let answer = read_answer(&mut stream);
+    assert_eq!(answer.status, 200, "{answer:?}");
+    binding.terminate(LONG).wait().unwrap();
+    system.terminate().wait();
+}
+
+/// The idle timeout holds on HTTP/2: a connection with no stream and no
+/// byte moving for `idle_timeout` is closed (the client reads EOF).
+#[test]
+fn an_idle_http_2_connection_is_closed_at_the_idle_timeout() {
+    let system = system();
+    let settings = ServerSettings::default().idle_timeout(Duration::from_millis(200));
+    let (binding, _entered) = slow_server_with(&system, settings, Gate::default());
+    let mut stream = connect(&binding);
+    stream
+        .write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+        .unwrap();
+    stream.write_all(&EMPTY_SETTINGS).unwrap();
+    // The server's SETTINGS and its acknowledgement of ours, then EOF.
+    let mut rest = Vec::new();
+    stream.read_to_end(&mut rest).unwrap();
+    assert!(rest.len() >= 18, "{rest:?}");
+    assert_eq!(rest[3], 4, "the server's first frame is SETTINGS");
+    binding.terminate(LONG).wait().unwrap();
+    system.terminate().wait();
+}
