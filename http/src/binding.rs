@@ -43,6 +43,8 @@ pub struct ServerSettings {
     pub(crate) body_read_timeout: Duration,
     /// The responses sent during termination (setters in terminate.rs).
     pub(crate) termination: TerminationResponses,
+    #[cfg(feature = "tls")]
+    pub(crate) tls: Option<crate::tls::Tls>,
 }
 
 impl Default for ServerSettings {
@@ -57,6 +59,8 @@ impl Default for ServerSettings {
             request_timeout: Duration::from_secs(20),
             body_read_timeout: Duration::from_secs(60),
             termination: TerminationResponses::default(),
+            #[cfg(feature = "tls")]
+            tls: None,
         }
     }
 }
@@ -154,6 +158,19 @@ impl ServerSettings {
     /// (an 8 MiB body then needs about 140 KB/s); `Duration::MAX`: never.
     pub fn body_read_timeout(mut self, timeout: Duration) -> ServerSettings {
         self.body_read_timeout = timeout;
+        self
+    }
+
+    /// Serves HTTPS (feature `tls`): every connection of the binding
+    /// begins with a TLS handshake (bounded by the header read timeout),
+    /// and ALPN chooses HTTP/2 (`h2`, with the `http2` feature) or
+    /// HTTP/1.1. Everything else (limits, timeouts, the termination) is
+    /// the same as on plain connections. Not a configuration key: the
+    /// certificate is the application's to load ([`Tls::from_pem_files`](crate::Tls::from_pem_files)).
+    #[cfg(feature = "tls")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
+    pub fn tls(mut self, tls: crate::tls::Tls) -> ServerSettings {
+        self.tls = Some(tls);
         self
     }
 }
@@ -525,16 +542,21 @@ async fn accept_loop(
             None => break,
             Some(Ok((stream, peer))) => {
                 if let Some(guard) = server.register() {
+                    if let Err(e) = stream.set_nodelay(true) {
+                        tracing::debug!(error = %e, "setting TCP_NODELAY failed");
+                    }
                     // The connection's span: every event of its requests
                     // (and of the handler) carries its id and peer.
                     let span = tracing::debug_span!("http_connection", id = guard.id, %peer);
-                    let serve = connection::serve(
-                        stream,
-                        guard,
-                        Arc::clone(&handler),
-                        Arc::clone(&settings),
-                        handle.clone(),
-                    );
+                    let handler = Arc::clone(&handler);
+                    let settings = Arc::clone(&settings);
+                    #[cfg(feature = "tls")]
+                    if let Some(tls) = settings.tls.clone() {
+                        let serve = tls.serve(stream, guard, handler, settings, handle.clone());
+                        handle.spawn_detached(serve.instrument(span));
+                        continue;
+                    }
+                    let serve = connection::serve(stream, guard, handler, settings, handle.clone());
                     handle.spawn_detached(serve.instrument(span));
                 }
             }

@@ -8,30 +8,31 @@ use crate::wire::{self, Delimit, Framed, Framing, Head, Parsed};
 use futures_core::Stream;
 use futures_io::{AsyncRead, AsyncWrite};
 use http::{Method, Request, Response, StatusCode, Version};
-use proscenium::net::TcpStream;
 use proscenium::Handle;
 use proscenium::Sleep;
 use std::future::{poll_fn, Future};
 use std::io;
-use std::net::Shutdown;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+/// What a connection is served over: a `proscenium::net::TcpStream`, or a
+/// TLS stream over one (feature `tls`).
+pub(crate) trait Transport: AsyncRead + AsyncWrite + Unpin + Send + 'static {}
+
+impl<T: AsyncRead + AsyncWrite + Unpin + Send + 'static> Transport for T {}
+
 /// Serves `stream` until it closes; the guard (the connection's entry in
 /// the server) is dropped after the socket is closed.
-pub(crate) async fn serve(
-    stream: TcpStream,
+pub(crate) async fn serve<S: Transport>(
+    stream: S,
     guard: ConnectionGuard,
     handler: Handler,
     settings: Arc<ServerSettings>,
     handle: Handle,
 ) {
-    if let Err(e) = stream.set_nodelay(true) {
-        tracing::debug!(error = %e, "setting TCP_NODELAY failed");
-    }
     let mut connection = Connection {
         stream,
         first_head: true,
@@ -253,8 +254,8 @@ enum Wrote {
     AllThenClose,
 }
 
-struct Connection {
-    stream: TcpStream,
+struct Connection<S> {
+    stream: S,
     /// No request head was read yet: the first bytes may be the HTTP/2
     /// preface.
     first_head: bool,
@@ -287,7 +288,7 @@ struct Connection {
     durations: ::metrics::Histogram,
 }
 
-impl Connection {
+impl<S: Transport> Connection<S> {
     async fn run(&mut self, handler: &Handler) -> io::Result<()> {
         loop {
             let head = match self.read_head().await? {
@@ -960,10 +961,15 @@ impl Connection {
     }
 
     /// Shuts down the write half (the client reads EOF after the last
-    /// response); the socket closes when the connection drops.
+    /// response); the socket closes when the connection drops. Never
+    /// waits: a TCP stream's close is its `shutdown(Write)`, done at once;
+    /// a TLS stream's close_notify is written if the socket takes it now,
+    /// and otherwise the socket closes without it when the connection
+    /// drops (nothing waits on a client that reads nothing).
     fn close(&mut self) -> io::Result<()> {
-        match self.stream.shutdown(Shutdown::Write) {
-            Err(e) if e.kind() != io::ErrorKind::NotConnected => Err(e),
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        match Pin::new(&mut self.stream).poll_close(&mut cx) {
+            Poll::Ready(Err(e)) if e.kind() != io::ErrorKind::NotConnected => Err(e),
             _ => Ok(()),
         }
     }
@@ -1054,8 +1060,8 @@ pub(crate) fn request_timeout_response() -> Response<Body> {
 /// next request is in: bytes that come are kept in the buffer (at most one
 /// read, 8 KiB) and the watch stops, so pipelined requests still wait in
 /// the socket, not in ours.
-struct Departure<'a> {
-    stream: &'a mut TcpStream,
+struct Departure<'a, S> {
+    stream: &'a mut S,
     buf: &'a mut Vec<u8>,
     scratch: &'a mut [u8],
     /// The reactor is shutting down (the system terminates): not a
@@ -1063,7 +1069,7 @@ struct Departure<'a> {
     stopped: bool,
 }
 
-impl Departure<'_> {
+impl<S: Transport> Departure<'_, S> {
     /// Ready once the client has left; registers the read otherwise.
     fn poll_left(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         if self.stopped || !self.buf.is_empty() {

@@ -20,21 +20,19 @@
 
 use crate::binding::{ConnectionGuard, Control, Handler, ServerSettings};
 use crate::body::Body;
+use crate::connection::Transport;
 use crate::hyper_rt::{Io, Prefixed, SchedulerExecutor, SchedulerTimer};
 use crate::metrics::InFlight;
 use crate::wire;
-use futures_io::AsyncRead;
 use http::header::{CONNECTION, CONTENT_LENGTH};
 use http::{Method, Request, Response, StatusCode};
 use http_body::Body as _;
 use hyper::body::Incoming;
 use hyper::server::conn::http2;
-use proscenium::net::TcpStream;
 use proscenium::{Handle, Sleep};
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::{poll_fn, Future};
-use std::net::Shutdown;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -49,8 +47,8 @@ const LINGER_CHUNK: usize = 8192;
 /// came with it) were read by the hand-written layer, with hyper's HTTP/2
 /// server until it closes; the guard (the connection's entry in the
 /// server) is dropped after the socket is closed.
-pub(crate) async fn serve(
-    stream: TcpStream,
+pub(crate) async fn serve<S: Transport>(
+    stream: S,
     read: Vec<u8>,
     guard: ConnectionGuard,
     handler: Handler,
@@ -215,9 +213,22 @@ impl Idle {
 /// The lingering close (docs/decisions/0013-http-wire.md): shut down the
 /// write half, read and discard until the client closes, the linger
 /// timeout, the hard deadline, or (terminating) nothing is left to read.
-async fn linger(io: &Io, control: &Control, settings: &ServerSettings, handle: &Handle) {
-    let stream = io.stream();
-    match stream.shutdown(Shutdown::Write) {
+async fn linger<S: Transport>(
+    io: &Io<S>,
+    control: &Control,
+    settings: &ServerSettings,
+    handle: &Handle,
+) {
+    // As the hand-written layer's `close`: never waits (a TLS stream's
+    // close_notify is written if the socket takes it now).
+    let closed = {
+        let mut cx = Context::from_waker(Waker::noop());
+        match Pin::new(&mut *io.stream()).poll_close(&mut cx) {
+            Poll::Ready(result) => result,
+            Poll::Pending => Ok(()),
+        }
+    };
+    match closed {
         Err(e) if proscenium::net::is_shut_down(&e) => return system_terminating().await,
         Err(e) if e.kind() != std::io::ErrorKind::NotConnected => {
             tracing::debug!(error = %e, "shutting down the write half failed");
@@ -245,7 +256,7 @@ async fn linger(io: &Io, control: &Control, settings: &ServerSettings, handle: &
             }
         }
         for _ in 0..16 {
-            match Pin::new(&mut &*stream).poll_read(cx, &mut sink) {
+            match Pin::new(&mut *io.stream()).poll_read(cx, &mut sink) {
                 Poll::Ready(Err(e)) if proscenium::net::is_shut_down(&e) => {
                     shutting_down = true;
                     return Poll::Ready(());

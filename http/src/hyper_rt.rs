@@ -6,37 +6,53 @@
 //! hyper's `Timer` on the scheduler's timers (`Handle::sleep`). No tokio
 //! runtime runs.
 
-use futures_io::{AsyncRead, AsyncWrite};
-use proscenium::net::TcpStream;
+use crate::connection::Transport;
 use proscenium::Handle;
 use std::future::Future;
 use std::io;
 use std::mem::MaybeUninit;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 /// A connection's socket, shared with the connection task (which shuts it
 /// down and lingers on it once hyper is done), counting the reads and
 /// writes that moved bytes (the idle timeout's measure of progress).
-#[derive(Debug, Clone)]
-pub(crate) struct Io {
-    stream: Arc<TcpStream>,
+///
+/// The stream is behind a mutex so that the connection task can have it
+/// back once hyper is done with it (hyper's HTTP/2 connection does not
+/// hand its I/O back); only one of them uses it at a time, so the lock is
+/// never contended.
+#[derive(Debug)]
+pub(crate) struct Io<S> {
+    stream: Arc<Mutex<S>>,
     progress: Arc<AtomicU64>,
 }
 
-impl Io {
-    pub(crate) fn new(stream: TcpStream) -> Io {
+impl<S> Clone for Io<S> {
+    fn clone(&self) -> Io<S> {
         Io {
-            stream: Arc::new(stream),
+            stream: Arc::clone(&self.stream),
+            progress: Arc::clone(&self.progress),
+        }
+    }
+}
+
+impl<S: Transport> Io<S> {
+    pub(crate) fn new(stream: S) -> Io<S> {
+        Io {
+            stream: Arc::new(Mutex::new(stream)),
             progress: Arc::new(AtomicU64::new(0)),
         }
     }
 
-    pub(crate) fn stream(&self) -> &TcpStream {
-        &self.stream
+    /// The stream, for the connection task once hyper is done.
+    pub(crate) fn stream(&self) -> MutexGuard<'_, S> {
+        // A poisoned lock: a panic in a read or write, whose stream state
+        // is still a stream's.
+        self.stream.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// How many reads and writes have moved bytes so far.
@@ -55,19 +71,19 @@ impl Io {
 /// What hyper reads and writes: the connection's [`Io`], with the bytes
 /// already read (the preface and what came with it) served first.
 #[derive(Debug)]
-pub(crate) struct Prefixed {
-    io: Io,
+pub(crate) struct Prefixed<S> {
+    io: Io<S>,
     read: Vec<u8>,
     at: usize,
 }
 
-impl Prefixed {
-    pub(crate) fn new(io: Io, read: Vec<u8>) -> Prefixed {
+impl<S: Transport> Prefixed<S> {
+    pub(crate) fn new(io: Io<S>, read: Vec<u8>) -> Prefixed<S> {
         Prefixed { io, read, at: 0 }
     }
 }
 
-impl hyper::rt::Read for Prefixed {
+impl<S: Transport> hyper::rt::Read for Prefixed<S> {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -92,7 +108,7 @@ impl hyper::rt::Read for Prefixed {
             // SAFETY: every element was initialized just above, and
             // `MaybeUninit<u8>` has the layout of `u8`.
             let init = unsafe { &mut *(unfilled as *mut [MaybeUninit<u8>] as *mut [u8]) };
-            match Pin::new(&mut &*self.io.stream).poll_read(cx, init) {
+            match Pin::new(&mut *self.io.stream()).poll_read(cx, init) {
                 Poll::Ready(Ok(n)) => n,
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
                 Poll::Pending => return Poll::Pending,
@@ -107,13 +123,13 @@ impl hyper::rt::Read for Prefixed {
     }
 }
 
-impl hyper::rt::Write for Prefixed {
+impl<S: Transport> hyper::rt::Write for Prefixed<S> {
     fn poll_write(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        let written = Pin::new(&mut &*self.io.stream).poll_write(cx, buf);
+        let written = Pin::new(&mut *self.io.stream()).poll_write(cx, buf);
         if let Poll::Ready(Ok(n)) = written {
             if n > 0 {
                 self.io.moved();
@@ -127,7 +143,7 @@ impl hyper::rt::Write for Prefixed {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        let written = Pin::new(&mut &*self.io.stream).poll_write_vectored(cx, bufs);
+        let written = Pin::new(&mut *self.io.stream()).poll_write_vectored(cx, bufs);
         if let Poll::Ready(Ok(n)) = written {
             if n > 0 {
                 self.io.moved();
@@ -141,7 +157,7 @@ impl hyper::rt::Write for Prefixed {
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut &*self.io.stream).poll_flush(cx)
+        Pin::new(&mut *self.io.stream()).poll_flush(cx)
     }
 
     /// Not here: the connection task shuts the write half down once hyper

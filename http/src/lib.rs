@@ -122,6 +122,8 @@ mod http2;
 mod hyper_rt;
 mod metrics;
 mod terminate;
+#[cfg(feature = "tls")]
+mod tls;
 mod wire;
 
 pub use crate::binding::{HandlerOutput, Http, ServerBinding, ServerSettings, Unbind};
@@ -130,5 +132,12 @@ pub use crate::metrics::{ResponsesByClass, ServerMetrics};
 pub use crate::terminate::{
     Deadline, HttpTerminated, HttpTermination, InvalidResponse, TerminateError, TerminationSignal,
 };
+#[cfg(feature = "tls")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
+pub use crate::tls::{Tls, TlsError};
 /// The `http` crate, whose `Request` and `Response` handlers take and return.
 pub use http;
+/// The rustls version [`Tls::from_config`] takes (feature `tls`).
+#[cfg(feature = "tls")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
+pub use rustls;
