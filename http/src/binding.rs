@@ -43,6 +43,7 @@ pub struct ServerSettings {
     pub(crate) body_read_timeout: Duration,
     /// The responses sent during termination (setters in terminate.rs).
     pub(crate) termination: TerminationResponses,
+    pub(crate) stream_request_bodies: bool,
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<crate::tls::Tls>,
 }
@@ -59,6 +60,7 @@ impl Default for ServerSettings {
             request_timeout: Duration::from_secs(20),
             body_read_timeout: Duration::from_secs(60),
             termination: TerminationResponses::default(),
+            stream_request_bodies: false,
             #[cfg(feature = "tls")]
             tls: None,
         }
@@ -158,6 +160,34 @@ impl ServerSettings {
     /// (an 8 MiB body then needs about 140 KB/s); `Duration::MAX`: never.
     pub fn body_read_timeout(mut self, timeout: Duration) -> ServerSettings {
         self.body_read_timeout = timeout;
+        self
+    }
+
+    /// Whether request bodies stream to the handler (default `false`:
+    /// each body is read whole before the handler is called, and
+    /// `request.body().as_bytes()` holds it).
+    ///
+    /// On, a request with a body reaches the handler as soon as its head
+    /// is in, its [`Body`] a stream the handler reads as the client sends
+    /// ([`Body::next_chunk`], [`Body::read_all`], or as an
+    /// `http_body::Body`): an upload can go to disk or to an actor piece
+    /// by piece instead of into memory whole. At most 64 KiB wait between
+    /// the socket and the handler; past that the server stops reading
+    /// until the handler takes some, and the client's sending slows down
+    /// with TCP's window. `max_body_bytes`, the body read timeout and the
+    /// idle timeout still hold: a body that breaks them ends with an error
+    /// the handler reads (and the connection closes after its response),
+    /// as does a body whose client left or that is malformed. A handler
+    /// that answers before reading the whole body (or drops it) gets its
+    /// response sent, then the connection is closed. A body whose
+    /// `Content-Length` is over `max_body_bytes` is still answered 413
+    /// without calling the handler. During a termination, a request whose
+    /// handler runs is in flight: its body is read on until the hard
+    /// deadline.
+    ///
+    /// On HTTP/2 the same holds for each stream.
+    pub fn stream_request_bodies(mut self, on: bool) -> ServerSettings {
+        self.stream_request_bodies = on;
         self
     }
 

@@ -9,18 +9,54 @@ use std::task::{Context, Poll};
 /// The error a streamed body ends with (see [`Body::from_stream`]).
 pub type BoxError = Box<dyn Error + Send + Sync + 'static>;
 
+/// Why a streamed request body ended before its end
+/// ([`ServerSettings::stream_request_bodies`](crate::ServerSettings::stream_request_bodies)):
+/// the error a handler reads from the body, as a [`BoxError`] it can
+/// downcast.
+///
+/// ```
+/// use proscenium_http::{BoxError, RequestBodyError};
+///
+/// let error: BoxError = RequestBodyError::TooLarge.into();
+/// assert_eq!(error.downcast_ref(), Some(&RequestBodyError::TooLarge));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RequestBodyError {
+    /// The body grew past `max_body_bytes` (413 had it been read whole).
+    #[error("the request body is larger than max_body_bytes")]
+    TooLarge,
+    /// The body read timeout passed, or no byte came for the idle timeout.
+    #[error("the request body did not arrive in time")]
+    TimedOut,
+    /// The body's framing was malformed (a bad chunk line or trailers).
+    #[error("the request body is malformed")]
+    Malformed,
+    /// The client closed the connection (or it failed) before the body's
+    /// end.
+    #[error("the client left before the end of the request body")]
+    ClientLeft,
+    /// The handler answered before reading the body to its end.
+    #[error("the response was sent before the request body was read")]
+    NotRead,
+}
+
 /// The stream of a streamed body, type-erased.
 type ByteStream = Pin<Box<dyn Stream<Item = Result<Vec<u8>, BoxError>> + Send + 'static>>;
 
 /// The body of a request or a response.
 ///
-/// A body is either **full** (owned bytes: what a request body always is,
-/// read whole before the handler runs; sent with `Content-Length`) or
-/// **streamed** ([`Body::from_stream`], responses only: sent with
-/// `Transfer-Encoding: chunked` as the stream yields, each piece written to
-/// the socket before the stream is polled for the next, so a client that
-/// reads slowly slows the stream down instead of filling the server's
-/// memory).
+/// A body is either **full** (owned bytes: what a request body is by
+/// default, read whole before the handler runs; sent with
+/// `Content-Length`) or **streamed** ([`Body::from_stream`]: a response
+/// body is sent with `Transfer-Encoding: chunked` as the stream yields,
+/// each piece written to the socket before the stream is polled for the
+/// next, so a client that reads slowly slows the stream down instead of
+/// filling the server's memory). A request body is streamed when the
+/// binding says so
+/// ([`ServerSettings::stream_request_bodies`](crate::ServerSettings::stream_request_bodies)):
+/// the handler then reads it as it comes, with [`next_chunk`](Body::next_chunk),
+/// [`read_all`](Body::read_all) or as an [`http_body::Body`].
 #[derive(Default)]
 pub struct Body {
     kind: Kind,
@@ -127,6 +163,58 @@ impl Body {
             Kind::Full(bytes) => Some(Body::from(bytes.clone())),
             Kind::Stream(_) => None,
         }
+    }
+
+    /// The next piece of the body: a full body's bytes (at once), a
+    /// stream's next item; `None` at the end. A streamed request body ends
+    /// with an error if it was cut: over `max_body_bytes`, past the body
+    /// read timeout, malformed, or its client left.
+    ///
+    /// ```
+    /// # futures_executor_stand_in::block_on(async {
+    /// use proscenium_http::Body;
+    ///
+    /// let mut body = Body::from("hello");
+    /// assert_eq!(body.next_chunk().await.unwrap().unwrap(), b"hello");
+    /// assert!(body.next_chunk().await.is_none());
+    /// # });
+    /// # mod futures_executor_stand_in {
+    /// #     pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    /// #         let mut f = std::pin::pin!(f);
+    /// #         let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    /// #         loop {
+    /// #             if let std::task::Poll::Ready(v) = f.as_mut().poll(&mut cx) { return v; }
+    /// #         }
+    /// #     }
+    /// # }
+    /// ```
+    pub async fn next_chunk(&mut self) -> Option<Result<Vec<u8>, BoxError>> {
+        std::future::poll_fn(|cx| match &mut self.kind {
+            Kind::Full(bytes) if bytes.is_empty() => Poll::Ready(None),
+            Kind::Full(bytes) => Poll::Ready(Some(Ok(std::mem::take(bytes)))),
+            Kind::Stream(stream) => loop {
+                match stream.as_mut().poll_next(cx) {
+                    Poll::Ready(Some(Ok(piece))) if piece.is_empty() => continue,
+                    other => return other,
+                }
+            },
+        })
+        .await
+    }
+
+    /// All of the body's bytes: a full body's at once, a stream's once it
+    /// has ended (or the error it ended with).
+    pub async fn read_all(mut self) -> Result<Vec<u8>, BoxError> {
+        let mut all = Vec::new();
+        while let Some(piece) = self.next_chunk().await {
+            let piece = piece?;
+            if all.is_empty() {
+                all = piece;
+            } else {
+                all.extend_from_slice(&piece);
+            }
+        }
+        Ok(all)
     }
 
     /// The stream of a streamed body, or the bytes of a full one.

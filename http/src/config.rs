@@ -23,6 +23,9 @@ impl ServerSettings {
     ///   [`request_timeout`](Self::request_timeout);
     /// * `body-read-timeout` (not Akka's): a duration or `"infinite"`; see
     ///   [`body_read_timeout`](Self::body_read_timeout);
+    /// * `stream-request-bodies` (not Akka's, whose entities always
+    ///   stream): `true` or `false`; see
+    ///   [`stream_request_bodies`](Self::stream_request_bodies);
     /// * `parsing.max-content-length` (Akka's): the largest request body,
     ///   bytes as an integer or a string with a unit (`"8 MiB"`; `B`,
     ///   `KiB`, `MiB`, `GiB`); see [`max_body_bytes`](Self::max_body_bytes);
@@ -104,6 +107,7 @@ struct ServerSection {
     request_timeout: Option<Duration>,
     #[serde(default, deserialize_with = "timeout")]
     body_read_timeout: Option<Duration>,
+    stream_request_bodies: Option<bool>,
     parsing: Option<ParsingSection>,
 }
 
@@ -136,6 +140,9 @@ impl ServerSection {
         }
         if let Some(d) = self.body_read_timeout {
             settings = settings.body_read_timeout(d);
+        }
+        if let Some(on) = self.stream_request_bodies {
+            settings = settings.stream_request_bodies(on);
         }
         if let Some(parsing) = self.parsing {
             if let Some(n) = parsing.max_content_length {

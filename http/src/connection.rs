@@ -4,7 +4,9 @@
 
 use crate::binding::{ConnectionGuard, Control, Handler, ServerSettings};
 use crate::body::Body;
+use crate::feed::{self, Feed};
 use crate::wire::{self, Delimit, Framed, Framing, Head, Parsed};
+use crate::RequestBodyError;
 use futures_core::Stream;
 use futures_io::{AsyncRead, AsyncWrite};
 use http::{Method, Request, Response, StatusCode, Version};
@@ -113,6 +115,7 @@ const INITIAL_READ_BUFFER: usize = 4096;
 const KEEP_READ_BUFFER: usize = 4 * READ_CHUNK;
 
 /// Why the loop stopped reading.
+#[derive(Debug)]
 enum Read {
     /// More bytes are in the buffer.
     Data,
@@ -145,6 +148,9 @@ enum Reading {
     Head,
     /// A request body: a termination stops the read at once.
     Body,
+    /// A request body streamed to its handler: the request is in flight,
+    /// so a termination does not stop the read (the hard deadline does).
+    Streamed,
 }
 
 /// How reading a request body ended.
@@ -319,22 +325,42 @@ impl<S: Transport> Connection<S> {
             if self.control.signals().terminating {
                 return self.answer_terminating(&span, head_request).await;
             }
-            let body = match self.read_body(&head).await? {
-                BodyRead::Body(body) => body,
-                BodyRead::Refused(status) => return self.refuse(status).await,
-                BodyRead::Closed => return Ok(()),
-                // The termination came while the body was on its way.
-                BodyRead::Terminating => return self.answer_terminating(&span, head_request).await,
+            let streamed = self.settings.stream_request_bodies && head.has_body();
+            let (body, pumping) = if streamed {
+                if matches!(head.framing, Framing::Length(n) if n > self.settings.max_body_bytes) {
+                    // No 100 Continue, no handler: the client does not
+                    // send the body.
+                    return self.refuse(StatusCode::PAYLOAD_TOO_LARGE).await;
+                }
+                let (body, feed) = feed::channel();
+                (body, Some((BodyShape::of(&head), feed)))
+            } else {
+                let body = match self.read_body(&head).await? {
+                    BodyRead::Body(body) => body,
+                    BodyRead::Refused(status) => return self.refuse(status).await,
+                    BodyRead::Closed => return Ok(()),
+                    // The termination came while the body was on its way.
+                    BodyRead::Terminating => {
+                        return self.answer_terminating(&span, head_request).await
+                    }
+                };
+                if self.control.signals().terminating {
+                    return self.answer_terminating(&span, head_request).await;
+                }
+                (body, None)
             };
-            if self.control.signals().terminating {
-                return self.answer_terminating(&span, head_request).await;
-            }
             let http_10 = head.version == Version::HTTP_10;
             let keep_alive_10 = http_10 && head.keep_alive;
             let keep_alive = head.keep_alive;
             let request = request(head, body);
             let in_flight = self.control.metrics().request_started();
-            let response = self.call(handler, request, &span).await;
+            let (response, body_whole) = match pumping {
+                None => (self.call(handler, request, &span).await, true),
+                Some((shape, feed)) => {
+                    self.call_streaming(handler, request, &span, shape, feed)
+                        .await
+                }
+            };
             drop(in_flight);
             let response = match response {
                 Called::Response(response) => Some(response),
@@ -360,7 +386,10 @@ impl<S: Transport> Connection<S> {
             // Akka: "if user code emits a response within the timeout, then
             // this response is sent to the client with a Connection: close
             // header and connection is closed."
+            // A streamed body its handler did not read to the end: the
+            // rest of it is not a next request.
             let close = !keep_alive
+                || !body_whole
                 || wire::response_closes(&response)
                 || self.control.signals().terminating;
             let framed = Framed {
@@ -490,18 +519,11 @@ impl<S: Transport> Connection<S> {
             Framing::Length(n) => n > 0,
             Framing::Chunked => true,
         };
-        // RFC 9110 §10.1.1: a server may omit the 100 if some of the body
-        // is already in; while terminating, the request is answered 503.
-        if head.expect_continue
-            && expects_body
-            && self.buf.len() == head.len
-            && !self.control.signals().terminating
+        if !self
+            .continue_if_expected(head.expect_continue && expects_body, head.len)
+            .await?
         {
-            // Counted as every response is, before its first byte.
-            self.control.metrics().response(StatusCode::CONTINUE);
-            if self.write(wire::CONTINUE).await? != Wrote::All {
-                return Ok(BodyRead::Closed);
-            }
+            return Ok(BodyRead::Closed);
         }
         match head.framing {
             Framing::Length(n) => {
@@ -522,6 +544,130 @@ impl<S: Transport> Connection<S> {
         }
     }
 
+    /// Sends `100 Continue` if the client waits for it (`expected`: it
+    /// asked, and a body is acceptable as far as its head tells) and no
+    /// byte of the body is in yet (RFC 9110 §10.1.1: a server may omit the
+    /// 100 then); not while terminating (the request is answered 503).
+    /// False if the connection failed.
+    async fn continue_if_expected(&mut self, expected: bool, head_len: usize) -> io::Result<bool> {
+        if expected && self.buf.len() == head_len && !self.control.signals().terminating {
+            // Counted as every response is, before its first byte.
+            self.control.metrics().response(StatusCode::CONTINUE);
+            if self.write(wire::CONTINUE).await? != Wrote::All {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Streams the body `shape` describes into `feed` (the handler's
+    /// request body) as it comes, under the body read timeout; the feed
+    /// ends with the body, or with the error that cut it.
+    async fn pump_body(&mut self, shape: BodyShape, feed: &Feed) -> io::Result<Pumped> {
+        self.body_deadline = Some(Deadline::new(self.settings.body_read_timeout));
+        let pumped = self.pump_framed_body(shape, feed).await;
+        self.body_deadline = None;
+        let end = match &pumped {
+            Ok(Pumped::Whole) => Ok(()),
+            // Nobody reads it.
+            Ok(Pumped::Abandoned) => return pumped,
+            Ok(Pumped::Refused(StatusCode::PAYLOAD_TOO_LARGE)) => Err(RequestBodyError::TooLarge),
+            Ok(Pumped::Refused(_)) => Err(RequestBodyError::Malformed),
+            Ok(Pumped::Ended(Read::TimedOut)) => Err(RequestBodyError::TimedOut),
+            Ok(Pumped::Ended(_)) | Err(_) => Err(RequestBodyError::ClientLeft),
+        };
+        feed.finish(end.map_err(Into::into));
+        pumped
+    }
+
+    async fn pump_framed_body(&mut self, shape: BodyShape, feed: &Feed) -> io::Result<Pumped> {
+        if !self
+            .continue_if_expected(shape.expect_continue, shape.len)
+            .await?
+        {
+            return Ok(Pumped::Ended(Read::Closed));
+        }
+        self.buf.drain(..shape.len);
+        if let Framing::Length(n) = shape.framing {
+            return self.pump_bytes(n, feed).await;
+        }
+        // Chunked: the grammar and the limits of `read_chunked`, the data
+        // handed on as it comes instead of a chunk at a time.
+        const MAX_LINE: usize = 4096;
+        let mut total: usize = 0;
+        loop {
+            match httparse::parse_chunk_size(&self.buf) {
+                Ok(httparse::Status::Complete((used, size))) => {
+                    if !wire::chunk_line_is_valid(&self.buf[..used]) {
+                        return Ok(Pumped::Refused(StatusCode::BAD_REQUEST));
+                    }
+                    self.buf.drain(..used);
+                    if size == 0 {
+                        return Ok(match self.read_trailers(Reading::Streamed).await? {
+                            Ok(Read::Data) => Pumped::Whole,
+                            Ok(other) => Pumped::Ended(other),
+                            Err(status) => Pumped::Refused(status),
+                        });
+                    }
+                    let max = self.settings.max_body_bytes;
+                    let size = usize::try_from(size)
+                        .ok()
+                        .filter(|&size| total.checked_add(size).is_some_and(|t| t <= max));
+                    let Some(size) = size else {
+                        return Ok(Pumped::Refused(StatusCode::PAYLOAD_TOO_LARGE));
+                    };
+                    total += size;
+                    match self.pump_bytes(size, feed).await? {
+                        Pumped::Whole => {}
+                        other => return Ok(other),
+                    }
+                    match self.fill_with(2, Reading::Streamed).await? {
+                        Read::Data => {}
+                        other => return Ok(Pumped::Ended(other)),
+                    }
+                    if &self.buf[..2] != b"\r\n" {
+                        return Ok(Pumped::Refused(StatusCode::BAD_REQUEST));
+                    }
+                    self.buf.drain(..2);
+                }
+                Ok(httparse::Status::Partial) if self.buf.len() > MAX_LINE => {
+                    return Ok(Pumped::Refused(StatusCode::BAD_REQUEST));
+                }
+                Ok(httparse::Status::Partial) => {
+                    let mut deadline = Deadline::new(self.settings.idle_timeout);
+                    match self.read_more(Reading::Streamed, &mut deadline).await? {
+                        Read::Data => {}
+                        other => return Ok(Pumped::Ended(other)),
+                    }
+                }
+                Err(_) => return Ok(Pumped::Refused(StatusCode::BAD_REQUEST)),
+            }
+        }
+    }
+
+    /// Hands the next `n` body bytes to `feed` as they come (the buffer
+    /// keeps at most one read), waiting while the feed is full.
+    async fn pump_bytes(&mut self, n: usize, feed: &Feed) -> io::Result<Pumped> {
+        let mut left = n;
+        while left > 0 {
+            if self.buf.is_empty() {
+                let mut deadline = Deadline::new(self.settings.idle_timeout);
+                match self.read_more(Reading::Streamed, &mut deadline).await? {
+                    Read::Data => {}
+                    other => return Ok(Pumped::Ended(other)),
+                }
+            }
+            if !poll_fn(|cx| feed.poll_room(cx)).await {
+                return Ok(Pumped::Abandoned);
+            }
+            let take = left.min(self.buf.len());
+            feed.push(self.buf[..take].to_vec());
+            self.buf.drain(..take);
+            left -= take;
+        }
+        Ok(Pumped::Whole)
+    }
+
     /// A chunked body starting at `start` (RFC 9112 §7.1); trailers are
     /// read and dropped. Each chunk is drained from the buffer once copied,
     /// so the buffer holds at most one chunk and a line beyond the body.
@@ -537,7 +683,7 @@ impl<S: Transport> Connection<S> {
                     }
                     if size == 0 {
                         self.buf.drain(..used);
-                        match self.read_trailers().await? {
+                        match self.read_trailers(Reading::Body).await? {
                             Ok(read) => break read,
                             Err(status) => return Ok(BodyRead::Refused(status)),
                         }
@@ -585,7 +731,7 @@ impl<S: Transport> Connection<S> {
 
     /// Trailer lines until the empty line, consumed from the buffer; 431
     /// if they are longer than a head may be.
-    async fn read_trailers(&mut self) -> io::Result<Result<Read, StatusCode>> {
+    async fn read_trailers(&mut self, reading: Reading) -> io::Result<Result<Read, StatusCode>> {
         let mut pos = 0;
         loop {
             match self.buf[pos..].windows(2).position(|w| w == b"\r\n") {
@@ -602,7 +748,7 @@ impl<S: Transport> Connection<S> {
                 }
                 None => {
                     let mut deadline = Deadline::new(self.settings.idle_timeout);
-                    match self.read_more(Reading::Body, &mut deadline).await? {
+                    match self.read_more(reading, &mut deadline).await? {
                         Read::Data => {}
                         other => return Ok(Ok(other)),
                     }
@@ -614,9 +760,14 @@ impl<S: Transport> Connection<S> {
     /// Reads until the buffer holds `len` bytes (each read bounded by the
     /// idle timeout); `Data` once it does.
     async fn fill(&mut self, len: usize) -> io::Result<Read> {
+        self.fill_with(len, Reading::Body).await
+    }
+
+    /// [`fill`](Self::fill), reading as `reading`.
+    async fn fill_with(&mut self, len: usize, reading: Reading) -> io::Result<Read> {
         while self.buf.len() < len {
             let mut deadline = Deadline::new(self.settings.idle_timeout);
-            match self.read_more(Reading::Body, &mut deadline).await? {
+            match self.read_more(reading, &mut deadline).await? {
                 Read::Data => {}
                 other => return Ok(other),
             }
@@ -984,15 +1135,97 @@ impl<S: Transport> Connection<S> {
         request: Request<Body>,
         span: &tracing::Span,
     ) -> Called {
-        let internal_error = || wire::empty_response(StatusCode::INTERNAL_SERVER_ERROR);
-        let called = span.in_scope(|| catch_unwind(AssertUnwindSafe(|| handler(request))));
-        let mut future = match called {
-            Ok(future) => future,
-            Err(_) => return Called::Response(internal_error()),
+        let Some(future) = start(handler, request, span) else {
+            return Called::Response(internal_error());
         };
         // Armed when the handler first would wait: from the end of the
         // request, as Akka's request-timeout.
         let mut timeout = Deadline::new(self.settings.request_timeout);
+        self.await_handler(future, &mut timeout, span).await
+    }
+
+    /// [`call`](Self::call) for a request whose body streams to the
+    /// handler: the handler runs while the body is read into its feed,
+    /// then (once the body is in) as `call` runs it. Also says whether the
+    /// body was read to its end (if not, the connection closes after the
+    /// response).
+    async fn call_streaming(
+        &mut self,
+        handler: &Handler,
+        request: Request<Body>,
+        span: &tracing::Span,
+        shape: BodyShape,
+        feed: Arc<Feed>,
+    ) -> (Called, bool) {
+        let Some(mut future) = start(handler, request, span) else {
+            feed.finish(Err(RequestBodyError::NotRead.into()));
+            return (Called::Response(internal_error()), false);
+        };
+        // From the handler's call: the request is in flight from then on.
+        let mut timeout = Deadline::new(self.settings.request_timeout);
+        let control = Arc::clone(&self.control);
+        let handle = self.handle.clone();
+        let mut pumped: Option<io::Result<Pumped>> = None;
+        let first = {
+            let mut pump = std::pin::pin!(self.pump_body(shape, &feed));
+            poll_fn(|cx| {
+                if control.poll_signals(cx).forced {
+                    return Poll::Ready(Some(Called::Forced));
+                }
+                if pumped.is_none() {
+                    if let Poll::Ready(result) = pump.as_mut().poll(cx) {
+                        pumped = Some(result);
+                    }
+                }
+                let polled = {
+                    let _entered = span.enter();
+                    catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx)))
+                };
+                match polled {
+                    Ok(Poll::Ready(response)) => {
+                        return Poll::Ready(Some(Called::Response(response)))
+                    }
+                    Ok(Poll::Pending) => {}
+                    Err(_) => return Poll::Ready(Some(Called::Response(internal_error()))),
+                }
+                if pumped.is_some() {
+                    // The body is in (or cut): the handler runs on as any.
+                    return Poll::Ready(None);
+                }
+                if timeout.poll(&handle, cx).is_ready() {
+                    span.in_scope(|| {
+                        tracing::debug!("the handler missed the request timeout: answered 503")
+                    });
+                    return Poll::Ready(Some(Called::Response(request_timeout_response())));
+                }
+                Poll::Pending
+            })
+            .await
+        };
+        // The pump may have been dropped unfinished (the handler answered
+        // first, or the hard deadline passed).
+        self.body_deadline = None;
+        let whole = matches!(pumped, Some(Ok(Pumped::Whole)));
+        if pumped.is_none() {
+            feed.finish(Err(RequestBodyError::NotRead.into()));
+        }
+        if let Some(Err(e)) = &pumped {
+            tracing::debug!(error = %e, "reading a streamed request body failed");
+        }
+        let called = match first {
+            Some(called) => called,
+            None => self.await_handler(future, &mut timeout, span).await,
+        };
+        (called, whole)
+    }
+
+    /// Polls a handler's future to its response (see [`call`](Self::call)).
+    async fn await_handler(
+        &mut self,
+        mut future: HandlerFuture,
+        timeout: &mut Deadline,
+        span: &tracing::Span,
+    ) -> Called {
         let control = &self.control;
         let handle = &self.handle;
         let mut watch = Departure {
@@ -1028,6 +1261,54 @@ impl<S: Transport> Connection<S> {
         })
         .await
     }
+}
+
+/// A handler's future.
+type HandlerFuture = Pin<Box<dyn Future<Output = Response<Body>> + Send>>;
+
+/// Calls the handler in `span`; `None` if the call panicked (answered
+/// 500).
+fn start(handler: &Handler, request: Request<Body>, span: &tracing::Span) -> Option<HandlerFuture> {
+    span.in_scope(|| catch_unwind(AssertUnwindSafe(|| handler(request))))
+        .ok()
+}
+
+fn internal_error() -> Response<Body> {
+    wire::empty_response(StatusCode::INTERNAL_SERVER_ERROR)
+}
+
+/// What a streamed body's reading needs of its head.
+#[derive(Debug, Clone, Copy)]
+struct BodyShape {
+    framing: Framing,
+    /// The head's length (the body starts after it in the buffer).
+    len: usize,
+    /// The client waits for `100 Continue`.
+    expect_continue: bool,
+}
+
+impl BodyShape {
+    fn of(head: &Head) -> BodyShape {
+        BodyShape {
+            framing: head.framing,
+            len: head.len,
+            expect_continue: head.expect_continue,
+        }
+    }
+}
+
+/// How streaming a request body to its handler ended.
+#[derive(Debug)]
+enum Pumped {
+    /// To its last byte.
+    Whole,
+    /// Refused as it came: over the limit (413) or malformed (400, 431).
+    Refused(StatusCode),
+    /// The client closed, the hard deadline passed, or the body read
+    /// timeout did.
+    Ended(Read),
+    /// The handler dropped the body: nobody reads the rest.
+    Abandoned,
 }
 
 /// How a handler's call ended.

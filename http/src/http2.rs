@@ -19,7 +19,7 @@
 //! those responses are handed to hyper (100 ms at most) and dropped.
 
 use crate::binding::{ConnectionGuard, Control, Handler, ServerSettings};
-use crate::body::Body;
+use crate::body::{Body, RequestBodyError};
 use crate::connection::Transport;
 use crate::hyper_rt::{Io, Prefixed, SchedulerExecutor, SchedulerTimer};
 use crate::metrics::InFlight;
@@ -532,49 +532,28 @@ async fn answer(shared: Arc<Shared>, request: Request<Incoming>) -> Response<Tra
     if declared.is_some_and(|n| n > settings.max_body_bytes as u64) {
         return refuse(StatusCode::PAYLOAD_TOO_LARGE, busy);
     }
-    let mut incoming = incoming;
-    let mut bytes = Vec::new();
-    let mut deadline = Timer::new(settings.body_read_timeout);
-    let mut idle = Timer::new(settings.idle_timeout);
-    let read = poll_fn(|cx| loop {
-        let (terminating, forced) = shared.broadcast.poll(id, cx);
-        if forced || terminating {
-            return Poll::Ready(Err(None));
+    let body = if settings.stream_request_bodies && !incoming.is_end_stream() {
+        // The handler reads the stream's DATA frames as they come (h2's
+        // flow control is the backpressure), under the same limits.
+        Body::from_stream(Streamed {
+            incoming,
+            total: 0,
+            max: settings.max_body_bytes,
+            whole: Timer::new(settings.body_read_timeout),
+            idle: Timer::new(settings.idle_timeout),
+            idle_after: settings.idle_timeout,
+            handle: shared.handle.clone(),
+            done: false,
+        })
+    } else {
+        match read_whole(&shared, id, incoming).await {
+            Ok(bytes) => Body::from(bytes),
+            Err(Some(status)) => return refuse(status, busy),
+            Err(None) => return terminating_response(busy),
         }
-        match Pin::new(&mut incoming).poll_frame(cx) {
-            Poll::Ready(Some(Ok(frame))) => {
-                // Progress: the idle timeout starts over.
-                idle = Timer::new(settings.idle_timeout);
-                if let Ok(data) = frame.into_data() {
-                    if bytes.len() + data.len() > settings.max_body_bytes {
-                        return Poll::Ready(Err(Some(StatusCode::PAYLOAD_TOO_LARGE)));
-                    }
-                    bytes.extend_from_slice(&data);
-                }
-            }
-            Poll::Ready(Some(Err(e))) => {
-                tracing::debug!(error = %e, "reading a request body failed");
-                return Poll::Ready(Err(Some(StatusCode::BAD_REQUEST)));
-            }
-            Poll::Ready(None) => return Poll::Ready(Ok(())),
-            Poll::Pending => {
-                let whole = deadline.poll(&shared.handle, cx);
-                let quiet = idle.poll(&shared.handle, cx);
-                return if whole.is_ready() || quiet.is_ready() {
-                    Poll::Ready(Err(Some(StatusCode::REQUEST_TIMEOUT)))
-                } else {
-                    Poll::Pending
-                };
-            }
-        }
-    })
-    .await;
-    match read {
-        Ok(()) => {}
-        Err(Some(status)) => return refuse(status, busy),
-        Err(None) => return terminating_response(busy),
-    }
-    let request = Request::from_parts(parts, Body::from(bytes));
+    };
+    let request = Request::from_parts(parts, body);
+
     #[cfg(feature = "metrics")]
     {
         busy.handled = Some(started);
@@ -617,6 +596,117 @@ const CONNECTION_SPECIFIC: [http::header::HeaderName; 5] = [
     http::header::HeaderName::from_static("keep-alive"),
     http::header::HeaderName::from_static("proxy-connection"),
 ];
+
+/// A stream's body, whole, within `max_body_bytes`, the body read timeout
+/// and the idle timeout: `Err(Some(status))` if refused, `Err(None)` if
+/// the server terminates first.
+async fn read_whole(
+    shared: &Shared,
+    id: u64,
+    incoming: Incoming,
+) -> Result<Vec<u8>, Option<StatusCode>> {
+    let settings = &shared.settings;
+    let mut incoming = incoming;
+    let mut bytes = Vec::new();
+    let mut deadline = Timer::new(settings.body_read_timeout);
+    let mut idle = Timer::new(settings.idle_timeout);
+    let read = poll_fn(|cx| loop {
+        let (terminating, forced) = shared.broadcast.poll(id, cx);
+        if forced || terminating {
+            return Poll::Ready(Err(None));
+        }
+        match Pin::new(&mut incoming).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => {
+                // Progress: the idle timeout starts over.
+                idle = Timer::new(settings.idle_timeout);
+                if let Ok(data) = frame.into_data() {
+                    if bytes.len() + data.len() > settings.max_body_bytes {
+                        return Poll::Ready(Err(Some(StatusCode::PAYLOAD_TOO_LARGE)));
+                    }
+                    bytes.extend_from_slice(&data);
+                }
+            }
+            Poll::Ready(Some(Err(e))) => {
+                tracing::debug!(error = %e, "reading a request body failed");
+                return Poll::Ready(Err(Some(StatusCode::BAD_REQUEST)));
+            }
+            Poll::Ready(None) => return Poll::Ready(Ok(())),
+            Poll::Pending => {
+                let whole = deadline.poll(&shared.handle, cx);
+                let quiet = idle.poll(&shared.handle, cx);
+                return if whole.is_ready() || quiet.is_ready() {
+                    Poll::Ready(Err(Some(StatusCode::REQUEST_TIMEOUT)))
+                } else {
+                    Poll::Pending
+                };
+            }
+        }
+    })
+    .await;
+    read.map(|()| bytes)
+}
+
+/// A stream's body streamed to its handler
+/// (`ServerSettings::stream_request_bodies`): its DATA frames as they
+/// come; a [`RequestBodyError`] if it grows past `max_body_bytes`, is
+/// late, or its stream is reset.
+struct Streamed {
+    incoming: Incoming,
+    total: usize,
+    max: usize,
+    whole: Timer,
+    idle: Timer,
+    idle_after: Duration,
+    handle: Handle,
+    done: bool,
+}
+
+impl futures_core::Stream for Streamed {
+    type Item = Result<Vec<u8>, crate::BoxError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        if this.done {
+            return Poll::Ready(None);
+        }
+        let cut = |this: &mut Streamed, error: RequestBodyError| {
+            this.done = true;
+            Poll::Ready(Some(Err(error.into())))
+        };
+        loop {
+            match Pin::new(&mut this.incoming).poll_frame(cx) {
+                Poll::Ready(Some(Ok(frame))) => {
+                    // Progress: the idle timeout starts over.
+                    this.idle = Timer::new(this.idle_after);
+                    if let Ok(data) = frame.into_data() {
+                        this.total = this.total.saturating_add(data.len());
+                        if this.total > this.max {
+                            return cut(this, RequestBodyError::TooLarge);
+                        }
+                        return Poll::Ready(Some(Ok(data.to_vec())));
+                    }
+                    // Trailers: dropped, as on HTTP/1.1.
+                }
+                Poll::Ready(Some(Err(e))) => {
+                    tracing::debug!(error = %e, "reading a streamed request body failed");
+                    return cut(this, RequestBodyError::ClientLeft);
+                }
+                Poll::Ready(None) => {
+                    this.done = true;
+                    return Poll::Ready(None);
+                }
+                Poll::Pending => {
+                    let whole = this.whole.poll(&this.handle, cx).is_ready();
+                    let quiet = this.idle.poll(&this.handle, cx).is_ready();
+                    if whole || quiet {
+                        return cut(this, RequestBodyError::TimedOut);
+                    }
+                    return Poll::Pending;
+                }
+            }
+        }
+    }
+}
 
 /// Unregisters a request's waker from the broadcast when it ends.
 struct Forget<'a>(&'a Broadcast, u64);

@@ -1,5 +1,5 @@
-//! An embedded HTTP/1.1 server for proscenium, with Akka HTTP's graceful
-//! termination.
+//! An embedded HTTP/1.1 and HTTP/2 server for proscenium, with Akka
+//! HTTP's graceful termination.
 //!
 //! [`Http::bind`] listens on an address and serves each connection as a
 //! task on the [`ActorSystem`](proscenium::ActorSystem)'s workers (over
@@ -23,6 +23,27 @@
 //! server goes on. A client that leaves while its handler runs, or while
 //! its streamed response is silent, is noticed: the handler's future (or
 //! the stream) is dropped and the connection's place freed.
+//!
+//! **HTTP/2** (default feature `http2`): a connection that opens with the
+//! HTTP/2 preface (h2c with prior knowledge, or `h2` chosen by ALPN over
+//! TLS) is served by hyper's HTTP/2 server on the same port, on the same
+//! workers (hyper's runtime traits on the scheduler; no tokio runtime),
+//! with the same handler, limits, timeouts, counters and termination
+//! (GOAWAY, then the streams in flight finish or get the deadline
+//! response). HTTP/1.1 stays on this crate's own protocol layer
+//! (docs/decisions/0029-http-2-and-tls.md says why).
+//!
+//! **HTTPS** (feature `tls`): `ServerSettings::tls` with a `Tls`
+//! (rustls; PEM files, DER, or an application's own rustls
+//! configuration) makes every connection of the binding a TLS one, ALPN
+//! choosing HTTP/2 or HTTP/1.1.
+//!
+//! **Streamed request bodies**: with
+//! [`ServerSettings::stream_request_bodies`] the handler is called once
+//! the head is in and reads the body as it comes ([`Body::next_chunk`],
+//! [`Body::read_all`], or as an `http_body::Body`, which [`Body`]
+//! implements), at most 64 KiB waiting in between; a body cut short ends
+//! with a [`RequestBodyError`].
 //!
 //! The [`ServerBinding`] stops the server (Akka HTTP's graceful
 //! termination, docs/decisions/0012-http-server.md):
@@ -116,6 +137,7 @@ mod body;
 mod config;
 mod connection;
 mod date;
+mod feed;
 #[cfg(feature = "http2")]
 mod http2;
 #[cfg(feature = "http2")]
@@ -127,7 +149,7 @@ mod tls;
 mod wire;
 
 pub use crate::binding::{HandlerOutput, Http, ServerBinding, ServerSettings, Unbind};
-pub use crate::body::{Body, BoxError};
+pub use crate::body::{Body, BoxError, RequestBodyError};
 pub use crate::metrics::{ResponsesByClass, ServerMetrics};
 pub use crate::terminate::{
     Deadline, HttpTerminated, HttpTermination, InvalidResponse, TerminateError, TerminationSignal,

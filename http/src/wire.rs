@@ -36,6 +36,16 @@ pub(crate) struct Head {
     pub(crate) expect_continue: bool,
 }
 
+impl Head {
+    /// Whether a body follows the head.
+    pub(crate) fn has_body(&self) -> bool {
+        match self.framing {
+            Framing::Length(n) => n > 0,
+            Framing::Chunked => true,
+        }
+    }
+}
+
 /// The outcome of parsing the buffered bytes.
 // Returned once per parse and matched at once: boxing the head would cost
 // an allocation per request for nothing.
