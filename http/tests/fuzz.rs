@@ -463,3 +463,118 @@ fn chunk_sizes_of_up_to_16_hex_digits() {
         .unwrap();
     system.terminate().wait();
 }
+
+/// A server whose handler reads the body with `Body::read_all` and answers
+/// its length and a checksum (400 with the error if the body was cut):
+/// with `stream` on, bodies are streamed to it
+/// (`ServerSettings::stream_request_bodies`).
+fn serve_bodies(system: &ActorSystem, stream: bool) -> ServerBinding {
+    let settings = ServerSettings::default()
+        .max_body_bytes(4096)
+        .max_head_bytes(2048)
+        .idle_timeout(Duration::from_secs(5))
+        .header_read_timeout(Duration::from_secs(5))
+        .stream_request_bodies(stream);
+    Http::bind_with(
+        system,
+        "127.0.0.1:0".parse().unwrap(),
+        settings,
+        |req: Request<Body>| async move {
+            match req.into_body().read_all().await {
+                Ok(bytes) => {
+                    let sum = bytes.iter().fold(0u32, |sum, &b| {
+                        sum.wrapping_mul(31).wrapping_add(u32::from(b))
+                    });
+                    Response::new(Body::from(format!("got {} {sum:08x}", bytes.len())))
+                }
+                Err(e) => {
+                    let mut response = Response::new(Body::from(e.to_string()));
+                    *response.status_mut() = http::StatusCode::BAD_REQUEST;
+                    response
+                }
+            }
+        },
+    )
+    .expect("bind")
+}
+
+/// The final responses in `bytes` (each with a Content-Length, as every
+/// answer of [`serve_bodies`] is): status and body.
+fn answers(bytes: &[u8]) -> Vec<(u16, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut pos = 0;
+    while pos < bytes.len() {
+        let mut headers = [httparse::EMPTY_HEADER; 32];
+        let mut response = httparse::Response::new(&mut headers);
+        let Ok(httparse::Status::Complete(len)) = response.parse(&bytes[pos..]) else {
+            break;
+        };
+        let code = response.code.unwrap();
+        let length = response
+            .headers
+            .iter()
+            .find(|h| h.name.eq_ignore_ascii_case("content-length"))
+            .and_then(|h| std::str::from_utf8(h.value).ok()?.parse::<usize>().ok())
+            .unwrap_or(0);
+        pos += len;
+        if (100..200).contains(&code) {
+            continue;
+        }
+        let end = (pos + length).min(bytes.len());
+        out.push((code, bytes[pos..end].to_vec()));
+        pos = end;
+    }
+    out
+}
+
+/// The streamed path's chunked decoder against the whole-body one: well
+/// formed requests (Content-Length, chunked, `100-continue`, HTTP/1.0 and
+/// 1.1, pipelined), split into random reads, get the same answers from a
+/// server that streams bodies to the handler as from one that reads them
+/// whole.
+#[test]
+fn streamed_bodies_are_answered_as_whole_bodies_in_any_split() {
+    let system = common::system();
+    let whole = serve_bodies(&system, false);
+    let streamed = serve_bodies(&system, true);
+    let input = (
+        prop::collection::vec(request(), 1..4),
+        prop::collection::vec(any::<Index>(), 0..8),
+    );
+    runner()
+        .run(&input, |(requests, splits)| {
+            let before = caught_panics(&system);
+            let bytes = requests.concat();
+            let expected = exchange(&whole, &bytes, &splits)
+                .map_err(|_| TestCaseError::fail("the whole-body server reset the connection"))?;
+            let got = exchange(&streamed, &bytes, &splits)
+                .map_err(|_| TestCaseError::fail("the streaming server reset the connection"))?;
+            prop_assert_eq!(answers(&got), answers(&expected));
+            prop_assert!(!answers(&got).is_empty());
+            no_panic_since(&system, before)
+        })
+        .unwrap();
+    system.terminate().wait();
+}
+
+/// Mutated and random requests to a server that streams bodies: never a
+/// panic, never a hang, well-formed responses.
+#[test]
+fn streaming_connections_take_mutated_requests() {
+    let system = common::system();
+    let binding = serve_bodies(&system, true);
+    let input = (
+        prop::collection::vec(request(), 1..4),
+        prop::collection::vec((any::<Index>(), any::<u8>(), any::<u8>()), 0..4),
+        prop::collection::vec(any::<Index>(), 0..6),
+    );
+    runner()
+        .run(&input, |(requests, edits, splits)| {
+            let before = caught_panics(&system);
+            let bytes = mutate(requests.concat(), &edits);
+            check(&binding, &bytes, &splits)?;
+            no_panic_since(&system, before)
+        })
+        .unwrap();
+    system.terminate().wait();
+}
