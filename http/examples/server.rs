@@ -11,7 +11,10 @@
 //! (options: `--port N`, or the `PORT` environment variable, default 8080,
 //! 0 for any free port; `--deadline-ms N`, the termination's hard
 //! deadline, default 2000; `--exit-code N`, default 0; `--workers N`, the
-//! scheduler's workers, default 2; `--pin`, pin them to cores). It prints
+//! scheduler's workers, default 2; `--pin`, pin them to cores;
+//! `--tls-cert PATH --tls-key PATH`, PEM files, to serve HTTPS, with the
+//! `tls` feature). HTTP/2 is served on the same port (`curl
+//! --http2-prior-knowledge`, or ALPN `h2` over TLS). It prints
 //! `listening on ADDR` once it serves. On Ctrl-C (or `kill -TERM <pid>`)
 //! the coordinated shutdown runs: `service-unbind` stops accepting,
 //! `service-requests-done` lets requests in flight finish (with
@@ -23,7 +26,7 @@
 
 use http::{HeaderValue, Method, Request, Response, StatusCode};
 use proscenium::prelude::*;
-use proscenium_http::{Body, Http};
+use proscenium_http::{Body, Http, ServerSettings};
 use std::future::Future;
 use std::io::Write;
 use std::pin::Pin;
@@ -101,6 +104,22 @@ fn option(name: &str) -> Option<String> {
     args.get(at + 1).cloned()
 }
 
+/// `settings` serving HTTPS if `--tls-cert` and `--tls-key` are given.
+fn tls(settings: ServerSettings) -> Result<ServerSettings, Box<dyn std::error::Error>> {
+    let (Some(cert), Some(key)) = (option("--tls-cert"), option("--tls-key")) else {
+        return Ok(settings);
+    };
+    #[cfg(feature = "tls")]
+    {
+        Ok(settings.tls(proscenium_http::Tls::from_pem_files(cert, key)?))
+    }
+    #[cfg(not(feature = "tls"))]
+    {
+        let _ = (cert, key);
+        Err("--tls-cert and --tls-key need the `tls` feature (--features tls)".into())
+    }
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let port: u16 = match option("--port").or_else(|| std::env::var("PORT").ok()) {
         Some(port) => port.parse()?,
@@ -143,9 +162,11 @@ timeout = "{} ms"
     let counter = system.spawn(Props::new(|| Counter(0)), "counter")?;
     let handle = system.scheduler_handle().clone();
 
-    let binding = Http::bind(
+    let settings = tls(ServerSettings::default())?;
+    let binding = Http::bind_with(
         &system,
         ([127, 0, 0, 1], port).into(),
+        settings,
         move |request: Request<Body>| {
             let counter = counter.clone();
             let handle = handle.clone();

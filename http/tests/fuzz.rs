@@ -43,17 +43,21 @@ impl Stream for Two {
     }
 }
 
-fn serve(system: &ActorSystem) -> ServerBinding {
-    let settings = ServerSettings::default()
+/// The fuzzed servers' settings: small limits, and timeouts that bound
+/// each case (no input may hold a connection).
+fn settings() -> ServerSettings {
+    ServerSettings::default()
         .max_body_bytes(4096)
         .max_head_bytes(2048)
-        // No input may hold a connection: a bound on each case.
         .idle_timeout(Duration::from_secs(5))
-        .header_read_timeout(Duration::from_secs(5));
+        .header_read_timeout(Duration::from_secs(5))
+}
+
+fn serve(system: &ActorSystem) -> ServerBinding {
     Http::bind_with(
         system,
         "127.0.0.1:0".parse().unwrap(),
-        settings,
+        settings(),
         |req: Request<Body>| async move {
             if req.uri().path().starts_with("/s") {
                 Response::new(Body::from_stream(Two(0)))
@@ -469,16 +473,10 @@ fn chunk_sizes_of_up_to_16_hex_digits() {
 /// with `stream` on, bodies are streamed to it
 /// (`ServerSettings::stream_request_bodies`).
 fn serve_bodies(system: &ActorSystem, stream: bool) -> ServerBinding {
-    let settings = ServerSettings::default()
-        .max_body_bytes(4096)
-        .max_head_bytes(2048)
-        .idle_timeout(Duration::from_secs(5))
-        .header_read_timeout(Duration::from_secs(5))
-        .stream_request_bodies(stream);
     Http::bind_with(
         system,
         "127.0.0.1:0".parse().unwrap(),
-        settings,
+        settings().stream_request_bodies(stream),
         |req: Request<Body>| async move {
             match req.into_body().read_all().await {
                 Ok(bytes) => {

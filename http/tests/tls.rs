@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
 
 mod programs;
+mod server_process;
 mod support;
 
 use http::{Request, Response};
@@ -336,4 +337,51 @@ fn parallel_tls_clients() {
     thread::spawn(move || tx.send(waiting.terminate(LONG).wait().is_ok()));
     assert!(rx.recv_timeout(PATIENCE).unwrap());
     system.terminate().wait();
+}
+
+/// The `server` example over HTTPS (`--tls-cert`, `--tls-key`; built with
+/// the feature): curl gets `/hello` over HTTP/2 and HTTP/1.1, then SIGTERM
+/// ends it in order with exit status 0.
+#[cfg(unix)]
+#[test]
+fn the_server_example_serves_https_and_ends_in_order_on_sigterm() {
+    if !programs::present("curl") {
+        return;
+    }
+    let pki = pki();
+    let dir = TempDir::new();
+    let ca = dir.write("ca.pem", &pki.ca);
+    let cert = dir.write("cert.pem", &pki.cert);
+    let key = dir.write("key.pem", &pki.key);
+    let server = server_process::ServerProcess::start(&[
+        "--tls-cert",
+        cert.to_str().unwrap(),
+        "--tls-key",
+        key.to_str().unwrap(),
+    ]);
+    let get = |version: &str| {
+        let out = Command::new("curl")
+            .args(["--silent", "--show-error", "--max-time", "30"])
+            .arg("--cacert")
+            .arg(&ca)
+            .args(["--write-out", " %{http_code} %{http_version}", version])
+            .arg(format!("https://localhost:{}/hello", server.addr.port()))
+            .output()
+            .expect("curl runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert_eq!(get("--http2"), "hello, world 200 2");
+    assert_eq!(get("--http1.1"), "hello, world 200 1.1");
+    server_process::signal(&server.child, libc::SIGTERM);
+    let (code, lines) = server.finish();
+    assert_eq!(code, Some(0), "{lines:#?}");
+    assert!(
+        lines.iter().any(|l| l.starts_with("http terminated in ")),
+        "{lines:#?}"
+    );
 }

@@ -29,6 +29,10 @@ pub fn example() -> PathBuf {
                 .expect("target/<profile>/deps/<test>");
             let mut build = Command::new(env!("CARGO"));
             build.args(["build", "-p", "proscenium-http", "--example", "server"]);
+            // The tests of the `tls` feature drive the server it builds.
+            if cfg!(feature = "tls") {
+                build.args(["--features", "tls"]);
+            }
             if profile_dir.ends_with("release") {
                 build.arg("--release");
             }
