@@ -132,7 +132,18 @@ pub(crate) async fn serve<S: Transport>(
         }
         let busy = shared.busy.load(Ordering::Acquire);
         if idle.poll(&handle, cx, busy == 0, io.progress()).is_ready() {
-            return Poll::Ready(Ended::Cut);
+            if shutting_down {
+                // Idle again since the GOAWAY (a client that does not
+                // answer h2's PING): cut.
+                return Poll::Ready(Ended::Cut);
+            }
+            // RFC 9113 §9.1: "An endpoint that wishes to close the
+            // connection SHOULD send a GOAWAY frame"; hyper closes once the
+            // client has seen it. The GOAWAY's bytes re-arm the idle
+            // timeout, which bounds that wait.
+            shutting_down = true;
+            conn.as_mut().graceful_shutdown();
+            cx.waker().wake_by_ref();
         }
         Poll::Pending
     })

@@ -295,9 +295,12 @@ fn a_preface_that_comes_in_pieces_is_served_as_http_2() {
 }
 
 /// The idle timeout holds on HTTP/2: a connection with no stream and no
-/// byte moving for `idle_timeout` is closed (the client reads EOF).
+/// byte moving for `idle_timeout` gets a GOAWAY (RFC 9113 §9.1: "An
+/// endpoint that wishes to close the connection SHOULD send a GOAWAY
+/// frame") and is closed (this client answers nothing, so at the next idle
+/// timeout).
 #[test]
-fn an_idle_http_2_connection_is_closed_at_the_idle_timeout() {
+fn an_idle_http_2_connection_gets_a_goaway_and_is_closed_at_the_idle_timeout() {
     let system = system();
     let settings = ServerSettings::default().idle_timeout(Duration::from_millis(200));
     let (binding, _entered) = slow_server_with(&system, settings, Gate::default());
@@ -306,11 +309,25 @@ fn an_idle_http_2_connection_is_closed_at_the_idle_timeout() {
         .write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
         .unwrap();
     stream.write_all(&EMPTY_SETTINGS).unwrap();
-    // The server's SETTINGS and its acknowledgement of ours, then EOF.
+    // The server's SETTINGS, its acknowledgement of ours, its GOAWAY (and
+    // the PING h2 sends with it), then EOF.
     let mut rest = Vec::new();
     stream.read_to_end(&mut rest).unwrap();
-    assert!(rest.len() >= 18, "{rest:?}");
-    assert_eq!(rest[3], 4, "the server's first frame is SETTINGS");
+    let mut types = Vec::new();
+    let mut at = 0;
+    while at + 9 <= rest.len() {
+        let len = usize::from(rest[at]) << 16
+            | usize::from(rest[at + 1]) << 8
+            | usize::from(rest[at + 2]);
+        types.push(rest[at + 3]);
+        at += 9 + len;
+    }
+    assert_eq!(
+        types.first(),
+        Some(&4),
+        "the server's first frame is SETTINGS: {types:?}"
+    );
+    assert!(types.contains(&7), "a GOAWAY before the close: {types:?}");
     binding.terminate(LONG).wait().unwrap();
     system.terminate().wait();
 }
