@@ -104,6 +104,14 @@ fn read_response(stream: &mut impl Read) -> (u16, String, String) {
     (status, head, String::from_utf8(body).unwrap())
 }
 
+/// Sends `GET path` on `stream` and reads the answer: status and body.
+fn get(stream: &mut (impl Read + Write), path: &str) -> (u16, String) {
+    let request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    stream.write_all(request.as_bytes()).unwrap();
+    let (status, _, body) = read_response(stream);
+    (status, body)
+}
+
 fn tls_settings(pki: &Pki) -> ServerSettings {
     ServerSettings::default().tls(Tls::from_pem(pki.cert.as_bytes(), pki.key.as_bytes()).unwrap())
 }
@@ -122,11 +130,7 @@ fn http_1_1_over_tls() {
     let (status, _, body) = read_response(&mut stream);
     assert_eq!((status, body.as_str()), (200, "POST /a 5"));
     assert_eq!(stream.conn.alpn_protocol(), Some(b"http/1.1".as_slice()));
-    stream
-        .write_all(b"GET /b HTTP/1.1\r\nHost: localhost\r\n\r\n")
-        .unwrap();
-    let (status, _, body) = read_response(&mut stream);
-    assert_eq!((status, body.as_str()), (200, "GET /b 0"));
+    assert_eq!(get(&mut stream, "/b"), (200, "GET /b 0".to_string()));
     binding.terminate(LONG).wait().unwrap();
     system.terminate().wait();
 }
@@ -186,11 +190,10 @@ fn plain_http_and_a_silent_client_are_closed_and_the_server_goes_on() {
     let read = silent.read_to_end(&mut nothing);
     assert!(matches!(read, Ok(0)) || read.is_err(), "{read:?}");
     let mut stream = client(&pki, &binding, &[b"http/1.1"]);
-    stream
-        .write_all(b"GET /after HTTP/1.1\r\nHost: localhost\r\n\r\n")
-        .unwrap();
-    let (status, _, body) = read_response(&mut stream);
-    assert_eq!((status, body.as_str()), (200, "GET /after 0"));
+    assert_eq!(
+        get(&mut stream, "/after"),
+        (200, "GET /after 0".to_string())
+    );
     binding.terminate(LONG).wait().unwrap();
     system.terminate().wait();
 }
@@ -315,10 +318,8 @@ fn parallel_tls_clients() {
             thread::spawn(move || {
                 let mut stream = client(&pki, &binding, &[b"http/1.1"]);
                 for j in 0..10 {
-                    let request = format!("GET /{i}/{j} HTTP/1.1\r\nHost: localhost\r\n\r\n");
-                    stream.write_all(request.as_bytes()).unwrap();
-                    let (status, _, body) = read_response(&mut stream);
-                    assert_eq!((status, body), (200, format!("GET /{i}/{j} 0")));
+                    let path = format!("/{i}/{j}");
+                    assert_eq!(get(&mut stream, &path), (200, format!("GET {path} 0")));
                 }
             })
         })
