@@ -502,6 +502,12 @@ impl<S: Transport> Connection<S> {
     /// the reading (`Terminating`: the request gets the termination
     /// response).
     async fn read_body(&mut self, head: &Head) -> io::Result<BodyRead> {
+        if !head.has_body() {
+            // Most requests (GET, HEAD): no deadline, no 100 Continue,
+            // nothing to wait for.
+            self.buf.drain(..head.len);
+            return Ok(BodyRead::Body(Body::empty()));
+        }
         self.body_deadline = Some(Deadline::new(self.settings.body_read_timeout));
         let read = self.read_framed_body(head).await;
         self.body_deadline = None;
@@ -1135,13 +1141,32 @@ impl<S: Transport> Connection<S> {
         request: Request<Body>,
         span: &tracing::Span,
     ) -> Called {
-        let Some(future) = start(handler, request, span) else {
+        let Some(mut future) = start(handler, request, span) else {
             return Called::Response(internal_error());
         };
         // Armed when the handler first would wait: from the end of the
         // request, as Akka's request-timeout.
         let mut timeout = Deadline::new(self.settings.request_timeout);
-        self.await_handler(future, &mut timeout, span).await
+        let control = &self.control;
+        let handle = &self.handle;
+        let mut watch = Departure {
+            stream: &mut self.stream,
+            buf: &mut self.buf,
+            scratch: &mut self.scratch,
+            stopped: false,
+        };
+        poll_fn(|cx| {
+            poll_handler(
+                cx,
+                control,
+                handle,
+                &mut watch,
+                &mut future,
+                &mut timeout,
+                span,
+            )
+        })
+        .await
     }
 
     /// [`call`](Self::call) for a request whose body streams to the
@@ -1214,53 +1239,65 @@ impl<S: Transport> Connection<S> {
         }
         let called = match first {
             Some(called) => called,
-            None => self.await_handler(future, &mut timeout, span).await,
+            None => {
+                let mut watch = Departure {
+                    stream: &mut self.stream,
+                    buf: &mut self.buf,
+                    scratch: &mut self.scratch,
+                    stopped: false,
+                };
+                poll_fn(|cx| {
+                    poll_handler(
+                        cx,
+                        &control,
+                        &handle,
+                        &mut watch,
+                        &mut future,
+                        &mut timeout,
+                        span,
+                    )
+                })
+                .await
+            }
         };
         (called, whole)
     }
+}
 
-    /// Polls a handler's future to its response (see [`call`](Self::call)).
-    async fn await_handler(
-        &mut self,
-        mut future: HandlerFuture,
-        timeout: &mut Deadline,
-        span: &tracing::Span,
-    ) -> Called {
-        let control = &self.control;
-        let handle = &self.handle;
-        let mut watch = Departure {
-            stream: &mut self.stream,
-            buf: &mut self.buf,
-            scratch: &mut self.scratch,
-            stopped: false,
-        };
-        poll_fn(|cx| {
-            if control.poll_signals(cx).forced {
-                return Poll::Ready(Called::Forced);
-            }
-            let polled = {
-                let _entered = span.enter();
-                catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx)))
-            };
-            match polled {
-                Ok(Poll::Ready(response)) => return Poll::Ready(Called::Response(response)),
-                Ok(Poll::Pending) => {}
-                Err(_) => return Poll::Ready(Called::Response(internal_error())),
-            }
-            if watch.poll_left(cx).is_ready() {
-                span.in_scope(|| tracing::debug!("the client left while its handler ran"));
-                return Poll::Ready(Called::Left);
-            }
-            if timeout.poll(handle, cx).is_ready() {
-                span.in_scope(|| {
-                    tracing::debug!("the handler missed the request timeout: answered 503")
-                });
-                return Poll::Ready(Called::Response(request_timeout_response()));
-            }
-            Poll::Pending
-        })
-        .await
+/// One poll of a handler's future (see [`Connection::call`]): its
+/// response, 500 if it panics, 503 past the request timeout, `Forced` at
+/// the hard deadline, `Left` once its client has left. A function, not an
+/// `async fn`, so that `call` polls the handler without a future between.
+fn poll_handler<S: Transport>(
+    cx: &mut Context<'_>,
+    control: &Control,
+    handle: &Handle,
+    watch: &mut Departure<'_, S>,
+    future: &mut HandlerFuture,
+    timeout: &mut Deadline,
+    span: &tracing::Span,
+) -> Poll<Called> {
+    if control.poll_signals(cx).forced {
+        return Poll::Ready(Called::Forced);
     }
+    let polled = {
+        let _entered = span.enter();
+        catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx)))
+    };
+    match polled {
+        Ok(Poll::Ready(response)) => return Poll::Ready(Called::Response(response)),
+        Ok(Poll::Pending) => {}
+        Err(_) => return Poll::Ready(Called::Response(internal_error())),
+    }
+    if watch.poll_left(cx).is_ready() {
+        span.in_scope(|| tracing::debug!("the client left while its handler ran"));
+        return Poll::Ready(Called::Left);
+    }
+    if timeout.poll(handle, cx).is_ready() {
+        span.in_scope(|| tracing::debug!("the handler missed the request timeout: answered 503"));
+        return Poll::Ready(Called::Response(request_timeout_response()));
+    }
+    Poll::Pending
 }
 
 /// A handler's future.
