@@ -249,7 +249,7 @@ where
     }
 }
 
-/// The entry point: binds HTTP/1.1 servers on an [`ActorSystem`].
+/// The entry point: binds HTTP/1.1 and HTTP/2 servers on an [`ActorSystem`].
 #[derive(Debug, Clone, Copy)]
 pub struct Http;
 

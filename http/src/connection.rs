@@ -188,7 +188,7 @@ impl BodyRead {
 /// arms about one timer per idle timeout instead of one per request (and
 /// cancels none). A timer armed for an earlier wait fires no later than
 /// this wait's end, give or take the wheel's rounding of one tick.
-struct Deadline {
+pub(crate) struct Deadline {
     after: Duration,
     /// When this wait ends (taken when it first would block).
     until: Option<Instant>,
@@ -196,7 +196,7 @@ struct Deadline {
 }
 
 impl Deadline {
-    fn new(after: Duration) -> Deadline {
+    pub(crate) fn new(after: Duration) -> Deadline {
         Deadline {
             after,
             until: None,
@@ -205,11 +205,11 @@ impl Deadline {
     }
 
     /// Starts a new wait, keeping the timer armed for the last one.
-    fn restart(&mut self) {
+    pub(crate) fn restart(&mut self) {
         self.until = None;
     }
 
-    fn poll(&mut self, handle: &Handle, cx: &mut Context<'_>) -> Poll<()> {
+    pub(crate) fn poll(&mut self, handle: &Handle, cx: &mut Context<'_>) -> Poll<()> {
         if self.after == Duration::MAX {
             return Poll::Pending;
         }
@@ -327,7 +327,7 @@ impl<S: Transport> Connection<S> {
             }
             let streamed = self.settings.stream_request_bodies && head.has_body();
             let (body, pumping) = if streamed {
-                if matches!(head.framing, Framing::Length(n) if n > self.settings.max_body_bytes) {
+                if self.length_too_large(&head) {
                     // No 100 Continue, no handler: the client does not
                     // send the body.
                     return self.refuse(StatusCode::PAYLOAD_TOO_LARGE).await;
@@ -516,45 +516,46 @@ impl<S: Transport> Connection<S> {
 
     /// [`read_body`](Self::read_body), under its body read timeout.
     async fn read_framed_body(&mut self, head: &Head) -> io::Result<BodyRead> {
-        let too_large = BodyRead::Refused(StatusCode::PAYLOAD_TOO_LARGE);
-        let expects_body = match head.framing {
-            Framing::Length(n) if n > self.settings.max_body_bytes => {
-                // No 100 Continue: the client does not send the body.
-                return Ok(too_large);
-            }
-            Framing::Length(n) => n > 0,
-            Framing::Chunked => true,
-        };
+        if self.length_too_large(head) {
+            // No 100 Continue: the client does not send the body.
+            return Ok(BodyRead::Refused(StatusCode::PAYLOAD_TOO_LARGE));
+        }
         if !self
-            .continue_if_expected(head.expect_continue && expects_body, head.len)
+            .continue_if_expected(head.expect_continue, head.len)
             .await?
         {
             return Ok(BodyRead::Closed);
         }
-        match head.framing {
-            Framing::Length(n) => {
-                // Within `max_body_bytes`, which may be as large as the
-                // caller likes (`usize::MAX`): checked.
-                let Some(end) = head.len.checked_add(n) else {
-                    return Ok(too_large);
-                };
-                match self.fill(end).await? {
-                    Read::Data => {}
-                    other => return Ok(BodyRead::ended(other)),
-                }
-                let body = self.buf[head.len..end].to_vec();
-                self.buf.drain(..end);
-                Ok(BodyRead::Body(Body::from(body)))
-            }
-            Framing::Chunked => self.read_chunked(head.len).await,
-        }
+        self.buf.drain(..head.len);
+        let mut body = Vec::new();
+        Ok(
+            match self
+                .read_into(head.framing, Reading::Body, &mut body)
+                .await?
+            {
+                Pumped::Whole => BodyRead::Body(Body::from(body)),
+                Pumped::Refused(status) => BodyRead::Refused(status),
+                Pumped::Ended(read) => BodyRead::ended(read),
+                // A `Vec` always takes more.
+                Pumped::Abandoned => BodyRead::Closed,
+            },
+        )
     }
 
-    /// Sends `100 Continue` if the client waits for it (`expected`: it
-    /// asked, and a body is acceptable as far as its head tells) and no
-    /// byte of the body is in yet (RFC 9110 §10.1.1: a server may omit the
-    /// 100 then); not while terminating (the request is answered 503).
-    /// False if the connection failed.
+    /// Whether a `Content-Length` body is refused 413 before a byte of it
+    /// is read: over `max_body_bytes`, or (with a limit as large as the
+    /// caller likes) beyond what the buffer, holding the head, could
+    /// address.
+    fn length_too_large(&self, head: &Head) -> bool {
+        matches!(head.framing, Framing::Length(n)
+            if n > self.settings.max_body_bytes || head.len.checked_add(n).is_none())
+    }
+
+    /// Sends `100 Continue` if the client waits for it (`expected`; the
+    /// caller has checked that the body is acceptable as far as its head
+    /// tells) and no byte of the body is in yet (RFC 9110 §10.1.1: a
+    /// server may omit the 100 then); not while terminating (the request
+    /// is answered 503). False if the connection failed.
     async fn continue_if_expected(&mut self, expected: bool, head_len: usize) -> io::Result<bool> {
         if expected && self.buf.len() == head_len && !self.control.signals().terminating {
             // Counted as every response is, before its first byte.
@@ -569,9 +570,20 @@ impl<S: Transport> Connection<S> {
     /// Streams the body `shape` describes into `feed` (the handler's
     /// request body) as it comes, under the body read timeout; the feed
     /// ends with the body, or with the error that cut it.
-    async fn pump_body(&mut self, shape: BodyShape, feed: &Feed) -> io::Result<Pumped> {
+    async fn pump_body(&mut self, shape: BodyShape, mut feed: &Feed) -> io::Result<Pumped> {
         self.body_deadline = Some(Deadline::new(self.settings.body_read_timeout));
-        let pumped = self.pump_framed_body(shape, feed).await;
+        let pumped = match self
+            .continue_if_expected(shape.expect_continue, shape.len)
+            .await
+        {
+            Ok(true) => {
+                self.buf.drain(..shape.len);
+                self.read_into(shape.framing, Reading::Streamed, &mut feed)
+                    .await
+            }
+            Ok(false) => Ok(Pumped::Ended(Read::Closed)),
+            Err(e) => Err(e),
+        };
         self.body_deadline = None;
         let end = match &pumped {
             Ok(Pumped::Whole) => Ok(()),
@@ -586,19 +598,22 @@ impl<S: Transport> Connection<S> {
         pumped
     }
 
-    async fn pump_framed_body(&mut self, shape: BodyShape, feed: &Feed) -> io::Result<Pumped> {
-        if !self
-            .continue_if_expected(shape.expect_continue, shape.len)
-            .await?
-        {
-            return Ok(Pumped::Ended(Read::Closed));
+    /// The body framed as `framing` (RFC 9112 §6.3, §7.1), starting at the
+    /// buffer's front, handed to `sink` as it comes: the one decoder of
+    /// both a body read whole (`Vec`) and a streamed one (its feed). A
+    /// chunk line outside the grammar is 400, a chunk size that would take
+    /// the body past `max_body_bytes` 413 before a byte of it is read (a
+    /// size has up to 16 hex digits: every sum is checked), trailers are
+    /// read and dropped. The buffer keeps at most one read of the body.
+    async fn read_into<K: BodySink>(
+        &mut self,
+        framing: Framing,
+        reading: Reading,
+        sink: &mut K,
+    ) -> io::Result<Pumped> {
+        if let Framing::Length(n) = framing {
+            return self.read_bytes_into(n, reading, sink).await;
         }
-        self.buf.drain(..shape.len);
-        if let Framing::Length(n) = shape.framing {
-            return self.pump_bytes(n, feed).await;
-        }
-        // Chunked: the grammar and the limits of `read_chunked`, the data
-        // handed on as it comes instead of a chunk at a time.
         const MAX_LINE: usize = 4096;
         let mut total: usize = 0;
         loop {
@@ -607,27 +622,34 @@ impl<S: Transport> Connection<S> {
                     if !wire::chunk_line_is_valid(&self.buf[..used]) {
                         return Ok(Pumped::Refused(StatusCode::BAD_REQUEST));
                     }
+                    // A size beyond the limit, or (with a limit as large as
+                    // the caller likes) one whose chunk, with its line and
+                    // CRLF, could not be addressed: 413.
+                    let max = self.settings.max_body_bytes;
+                    let size = usize::try_from(size).ok().filter(|&size| {
+                        total.checked_add(size).is_some_and(|t| t <= max)
+                            && used
+                                .checked_add(size)
+                                .and_then(|end| end.checked_add(2))
+                                .is_some()
+                    });
+                    let Some(size) = size else {
+                        return Ok(Pumped::Refused(StatusCode::PAYLOAD_TOO_LARGE));
+                    };
                     self.buf.drain(..used);
                     if size == 0 {
-                        return Ok(match self.read_trailers(Reading::Streamed).await? {
+                        return Ok(match self.read_trailers(reading).await? {
                             Ok(Read::Data) => Pumped::Whole,
                             Ok(other) => Pumped::Ended(other),
                             Err(status) => Pumped::Refused(status),
                         });
                     }
-                    let max = self.settings.max_body_bytes;
-                    let size = usize::try_from(size)
-                        .ok()
-                        .filter(|&size| total.checked_add(size).is_some_and(|t| t <= max));
-                    let Some(size) = size else {
-                        return Ok(Pumped::Refused(StatusCode::PAYLOAD_TOO_LARGE));
-                    };
                     total += size;
-                    match self.pump_bytes(size, feed).await? {
+                    match self.read_bytes_into(size, reading, sink).await? {
                         Pumped::Whole => {}
                         other => return Ok(other),
                     }
-                    match self.fill_with(2, Reading::Streamed).await? {
+                    match self.fill(2, reading).await? {
                         Read::Data => {}
                         other => return Ok(Pumped::Ended(other)),
                     }
@@ -641,7 +663,7 @@ impl<S: Transport> Connection<S> {
                 }
                 Ok(httparse::Status::Partial) => {
                     let mut deadline = Deadline::new(self.settings.idle_timeout);
-                    match self.read_more(Reading::Streamed, &mut deadline).await? {
+                    match self.read_more(reading, &mut deadline).await? {
                         Read::Data => {}
                         other => return Ok(Pumped::Ended(other)),
                     }
@@ -651,88 +673,32 @@ impl<S: Transport> Connection<S> {
         }
     }
 
-    /// Hands the next `n` body bytes to `feed` as they come (the buffer
-    /// keeps at most one read), waiting while the feed is full.
-    async fn pump_bytes(&mut self, n: usize, feed: &Feed) -> io::Result<Pumped> {
+    /// Hands the next `n` body bytes to `sink` as they come (the buffer
+    /// keeps at most one read), waiting while the sink is full.
+    async fn read_bytes_into<K: BodySink>(
+        &mut self,
+        n: usize,
+        reading: Reading,
+        sink: &mut K,
+    ) -> io::Result<Pumped> {
         let mut left = n;
         while left > 0 {
             if self.buf.is_empty() {
                 let mut deadline = Deadline::new(self.settings.idle_timeout);
-                match self.read_more(Reading::Streamed, &mut deadline).await? {
+                match self.read_more(reading, &mut deadline).await? {
                     Read::Data => {}
                     other => return Ok(Pumped::Ended(other)),
                 }
             }
-            if !poll_fn(|cx| feed.poll_room(cx)).await {
+            if !poll_fn(|cx| sink.poll_room(cx)).await {
                 return Ok(Pumped::Abandoned);
             }
             let take = left.min(self.buf.len());
-            feed.push(self.buf[..take].to_vec());
+            sink.put(&self.buf[..take]);
             self.buf.drain(..take);
             left -= take;
         }
         Ok(Pumped::Whole)
-    }
-
-    /// A chunked body starting at `start` (RFC 9112 §7.1); trailers are
-    /// read and dropped. Each chunk is drained from the buffer once copied,
-    /// so the buffer holds at most one chunk and a line beyond the body.
-    async fn read_chunked(&mut self, start: usize) -> io::Result<BodyRead> {
-        const MAX_LINE: usize = 4096;
-        self.buf.drain(..start);
-        let mut body = Vec::new();
-        let read = loop {
-            match httparse::parse_chunk_size(&self.buf) {
-                Ok(httparse::Status::Complete((used, size))) => {
-                    if !wire::chunk_line_is_valid(&self.buf[..used]) {
-                        return Ok(BodyRead::Refused(StatusCode::BAD_REQUEST));
-                    }
-                    if size == 0 {
-                        self.buf.drain(..used);
-                        match self.read_trailers(Reading::Body).await? {
-                            Ok(read) => break read,
-                            Err(status) => return Ok(BodyRead::Refused(status)),
-                        }
-                    }
-                    // A chunk size has up to 16 hex digits (any u64): every
-                    // sum is checked, and one beyond `max_body_bytes` (or
-                    // beyond memory) is refused before a byte of it is read.
-                    let max = self.settings.max_body_bytes;
-                    let sizes = usize::try_from(size).ok().and_then(|size| {
-                        let total = body.len().checked_add(size)?;
-                        let end = used.checked_add(size)?.checked_add(2)?;
-                        (total <= max).then_some((size, end))
-                    });
-                    let Some((size, end)) = sizes else {
-                        return Ok(BodyRead::Refused(StatusCode::PAYLOAD_TOO_LARGE));
-                    };
-                    match self.fill(end).await? {
-                        Read::Data => {}
-                        other => break other,
-                    }
-                    body.extend_from_slice(&self.buf[used..used + size]);
-                    if &self.buf[used + size..end] != b"\r\n" {
-                        return Ok(BodyRead::Refused(StatusCode::BAD_REQUEST));
-                    }
-                    self.buf.drain(..end);
-                }
-                Ok(httparse::Status::Partial) if self.buf.len() > MAX_LINE => {
-                    return Ok(BodyRead::Refused(StatusCode::BAD_REQUEST));
-                }
-                Ok(httparse::Status::Partial) => {
-                    let mut deadline = Deadline::new(self.settings.idle_timeout);
-                    match self.read_more(Reading::Body, &mut deadline).await? {
-                        Read::Data => {}
-                        other => break other,
-                    }
-                }
-                Err(_) => return Ok(BodyRead::Refused(StatusCode::BAD_REQUEST)),
-            }
-        };
-        Ok(match read {
-            Read::Data => BodyRead::Body(Body::from(body)),
-            other => BodyRead::ended(other),
-        })
     }
 
     /// Trailer lines until the empty line, consumed from the buffer; 431
@@ -763,14 +729,9 @@ impl<S: Transport> Connection<S> {
         }
     }
 
-    /// Reads until the buffer holds `len` bytes (each read bounded by the
-    /// idle timeout); `Data` once it does.
-    async fn fill(&mut self, len: usize) -> io::Result<Read> {
-        self.fill_with(len, Reading::Body).await
-    }
-
-    /// [`fill`](Self::fill), reading as `reading`.
-    async fn fill_with(&mut self, len: usize, reading: Reading) -> io::Result<Read> {
+    /// Reads (as `reading`) until the buffer holds `len` bytes, each read
+    /// bounded by the idle timeout; `Data` once it does.
+    async fn fill(&mut self, len: usize, reading: Reading) -> io::Result<Read> {
         while self.buf.len() < len {
             let mut deadline = Deadline::new(self.settings.idle_timeout);
             match self.read_more(reading, &mut deadline).await? {
@@ -1160,7 +1121,7 @@ impl<S: Transport> Connection<S> {
                 cx,
                 control,
                 handle,
-                &mut watch,
+                Some(&mut watch),
                 &mut future,
                 &mut timeout,
                 span,
@@ -1192,38 +1153,29 @@ impl<S: Transport> Connection<S> {
         let handle = self.handle.clone();
         let mut pumped: Option<io::Result<Pumped>> = None;
         let first = {
+            // The pump reads the socket: no departure watch meanwhile.
             let mut pump = std::pin::pin!(self.pump_body(shape, &feed));
             poll_fn(|cx| {
-                if control.poll_signals(cx).forced {
-                    return Poll::Ready(Some(Called::Forced));
-                }
                 if pumped.is_none() {
                     if let Poll::Ready(result) = pump.as_mut().poll(cx) {
                         pumped = Some(result);
                     }
                 }
-                let polled = {
-                    let _entered = span.enter();
-                    catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx)))
-                };
-                match polled {
-                    Ok(Poll::Ready(response)) => {
-                        return Poll::Ready(Some(Called::Response(response)))
-                    }
-                    Ok(Poll::Pending) => {}
-                    Err(_) => return Poll::Ready(Some(Called::Response(internal_error()))),
-                }
-                if pumped.is_some() {
+                let unwatched: Option<&mut Departure<'_, S>> = None;
+                match poll_handler(
+                    cx,
+                    &control,
+                    &handle,
+                    unwatched,
+                    &mut future,
+                    &mut timeout,
+                    span,
+                ) {
+                    Poll::Ready(called) => Poll::Ready(Some(called)),
                     // The body is in (or cut): the handler runs on as any.
-                    return Poll::Ready(None);
+                    Poll::Pending if pumped.is_some() => Poll::Ready(None),
+                    Poll::Pending => Poll::Pending,
                 }
-                if timeout.poll(&handle, cx).is_ready() {
-                    span.in_scope(|| {
-                        tracing::debug!("the handler missed the request timeout: answered 503")
-                    });
-                    return Poll::Ready(Some(Called::Response(request_timeout_response())));
-                }
-                Poll::Pending
             })
             .await
         };
@@ -1251,7 +1203,7 @@ impl<S: Transport> Connection<S> {
                         cx,
                         &control,
                         &handle,
-                        &mut watch,
+                        Some(&mut watch),
                         &mut future,
                         &mut timeout,
                         span,
@@ -1266,13 +1218,14 @@ impl<S: Transport> Connection<S> {
 
 /// One poll of a handler's future (see [`Connection::call`]): its
 /// response, 500 if it panics, 503 past the request timeout, `Forced` at
-/// the hard deadline, `Left` once its client has left. A function, not an
-/// `async fn`, so that `call` polls the handler without a future between.
+/// the hard deadline, `Left` once its client has left (with a `watch`). A
+/// function, not an `async fn`, so that `call` polls the handler without a
+/// future between.
 fn poll_handler<S: Transport>(
     cx: &mut Context<'_>,
     control: &Control,
     handle: &Handle,
-    watch: &mut Departure<'_, S>,
+    watch: Option<&mut Departure<'_, S>>,
     future: &mut HandlerFuture,
     timeout: &mut Deadline,
     span: &tracing::Span,
@@ -1289,7 +1242,7 @@ fn poll_handler<S: Transport>(
         Ok(Poll::Pending) => {}
         Err(_) => return Poll::Ready(Called::Response(internal_error())),
     }
-    if watch.poll_left(cx).is_ready() {
+    if watch.is_some_and(|watch| watch.poll_left(cx).is_ready()) {
         span.in_scope(|| tracing::debug!("the client left while its handler ran"));
         return Poll::Ready(Called::Left);
     }
@@ -1334,7 +1287,37 @@ impl BodyShape {
     }
 }
 
-/// How streaming a request body to its handler ended.
+/// Where a request body's bytes go as [`Connection::read_into`] decodes
+/// them.
+trait BodySink {
+    /// Ready with `true` when it takes more, `false` if nobody reads on.
+    fn poll_room(&mut self, cx: &mut Context<'_>) -> Poll<bool>;
+    fn put(&mut self, bytes: &[u8]);
+}
+
+/// A body read whole before the handler runs.
+impl BodySink for Vec<u8> {
+    fn poll_room(&mut self, _: &mut Context<'_>) -> Poll<bool> {
+        Poll::Ready(true)
+    }
+
+    fn put(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+}
+
+/// A body streamed to its handler.
+impl BodySink for &Feed {
+    fn poll_room(&mut self, cx: &mut Context<'_>) -> Poll<bool> {
+        Feed::poll_room(self, cx)
+    }
+
+    fn put(&mut self, bytes: &[u8]) {
+        self.push(bytes.to_vec());
+    }
+}
+
+/// How reading a request body ended ([`Connection::read_into`]).
 #[derive(Debug)]
 enum Pumped {
     /// To its last byte.

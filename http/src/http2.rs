@@ -20,10 +20,12 @@
 
 use crate::binding::{ConnectionGuard, Control, Handler, ServerSettings};
 use crate::body::{Body, RequestBodyError};
+use crate::connection::Deadline;
 use crate::connection::Transport;
 use crate::hyper_rt::{Io, Prefixed, SchedulerExecutor, SchedulerTimer};
 use crate::metrics::InFlight;
 use crate::wire;
+use futures_core::Stream;
 use http::header::{CONNECTION, CONTENT_LENGTH};
 use http::{Method, Request, Response, StatusCode};
 use http_body::Body as _;
@@ -74,8 +76,7 @@ pub(crate) async fn serve<S: Transport>(
         // The head bound the hand-written layer applies (h2 answers a
         // larger header list 431 itself; the service checks it again).
         .max_header_list_size(u32::try_from(settings.max_head_bytes).unwrap_or(u32::MAX))
-        // As many streams at once as HTTP/1.1 would have connections'
-        // requests, within the server's connection bound.
+        // Streams open at once per connection (each a task).
         .max_concurrent_streams(MAX_CONCURRENT_STREAMS);
     let service = RequestService(Arc::clone(&shared));
     let mut conn = Box::pin(builder.serve_connection(Prefixed::new(io.clone(), read), service));
@@ -189,15 +190,21 @@ enum Ended {
 }
 
 /// The idle timeout: armed while no request is in flight, fires when no
-/// byte moved for `after` since it was armed.
+/// byte moved for its length since it was armed (or since the last byte
+/// moved).
 struct Idle {
-    after: Duration,
-    armed: Option<(Sleep, u64)>,
+    deadline: Deadline,
+    /// The progress count when the current wait began; `None` while a
+    /// request is in flight.
+    seen: Option<u64>,
 }
 
 impl Idle {
     fn new(after: Duration) -> Idle {
-        Idle { after, armed: None }
+        Idle {
+            deadline: Deadline::new(after),
+            seen: None,
+        }
     }
 
     fn poll(
@@ -207,17 +214,15 @@ impl Idle {
         idle: bool,
         progress: u64,
     ) -> Poll<()> {
-        if !idle || self.after == Duration::MAX {
-            self.armed = None;
+        if !idle {
+            self.seen = None;
             return Poll::Pending;
         }
-        loop {
-            match &mut self.armed {
-                Some((_, seen)) if *seen != progress => self.armed = None,
-                Some((sleep, _)) => return Pin::new(sleep).poll(cx),
-                None => self.armed = Some((handle.sleep(self.after), progress)),
-            }
+        if self.seen != Some(progress) {
+            self.seen = Some(progress);
+            self.deadline.restart();
         }
+        self.deadline.poll(handle, cx)
     }
 }
 
@@ -546,16 +551,7 @@ async fn answer(shared: Arc<Shared>, request: Request<Incoming>) -> Response<Tra
     let body = if settings.stream_request_bodies && !incoming.is_end_stream() {
         // The handler reads the stream's DATA frames as they come (h2's
         // flow control is the backpressure), under the same limits.
-        Body::from_stream(Streamed {
-            incoming,
-            total: 0,
-            max: settings.max_body_bytes,
-            whole: Timer::new(settings.body_read_timeout),
-            idle: Timer::new(settings.idle_timeout),
-            idle_after: settings.idle_timeout,
-            handle: shared.handle.clone(),
-            done: false,
-        })
+        Body::from_stream(Streamed::new(incoming, settings, &shared.handle))
     } else {
         match read_whole(&shared, id, incoming).await {
             Ok(bytes) => Body::from(bytes),
@@ -608,72 +604,69 @@ const CONNECTION_SPECIFIC: [http::header::HeaderName; 5] = [
     http::header::HeaderName::from_static("proxy-connection"),
 ];
 
-/// A stream's body, whole, within `max_body_bytes`, the body read timeout
-/// and the idle timeout: `Err(Some(status))` if refused, `Err(None)` if
-/// the server terminates first.
+/// A stream's body, whole ([`Streamed`] collected): `Err(Some(status))`
+/// if refused (413 over `max_body_bytes`, 408 late, 400 reset),
+/// `Err(None)` if the server terminates first.
 async fn read_whole(
     shared: &Shared,
     id: u64,
     incoming: Incoming,
 ) -> Result<Vec<u8>, Option<StatusCode>> {
-    let settings = &shared.settings;
-    let mut incoming = incoming;
+    let mut body = Streamed::new(incoming, &shared.settings, &shared.handle);
     let mut bytes = Vec::new();
-    let mut deadline = Timer::new(settings.body_read_timeout);
-    let mut idle = Timer::new(settings.idle_timeout);
-    let read = poll_fn(|cx| loop {
+    poll_fn(|cx| loop {
         let (terminating, forced) = shared.broadcast.poll(id, cx);
         if forced || terminating {
             return Poll::Ready(Err(None));
         }
-        match Pin::new(&mut incoming).poll_frame(cx) {
-            Poll::Ready(Some(Ok(frame))) => {
-                // Progress: the idle timeout starts over.
-                idle = Timer::new(settings.idle_timeout);
-                if let Ok(data) = frame.into_data() {
-                    if bytes.len() + data.len() > settings.max_body_bytes {
-                        return Poll::Ready(Err(Some(StatusCode::PAYLOAD_TOO_LARGE)));
-                    }
-                    bytes.extend_from_slice(&data);
-                }
-            }
+        match Pin::new(&mut body).poll_next(cx) {
+            Poll::Ready(Some(Ok(data))) => bytes.extend_from_slice(&data),
             Poll::Ready(Some(Err(e))) => {
-                tracing::debug!(error = %e, "reading a request body failed");
-                return Poll::Ready(Err(Some(StatusCode::BAD_REQUEST)));
+                return Poll::Ready(Err(Some(match e {
+                    RequestBodyError::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+                    RequestBodyError::TimedOut => StatusCode::REQUEST_TIMEOUT,
+                    _ => StatusCode::BAD_REQUEST,
+                })))
             }
             Poll::Ready(None) => return Poll::Ready(Ok(())),
-            Poll::Pending => {
-                let whole = deadline.poll(&shared.handle, cx);
-                let quiet = idle.poll(&shared.handle, cx);
-                return if whole.is_ready() || quiet.is_ready() {
-                    Poll::Ready(Err(Some(StatusCode::REQUEST_TIMEOUT)))
-                } else {
-                    Poll::Pending
-                };
-            }
+            Poll::Pending => return Poll::Pending,
         }
     })
-    .await;
-    read.map(|()| bytes)
+    .await
+    .map(|()| bytes)
 }
 
-/// A stream's body streamed to its handler
-/// (`ServerSettings::stream_request_bodies`): its DATA frames as they
-/// come; a [`RequestBodyError`] if it grows past `max_body_bytes`, is
-/// late, or its stream is reset.
+/// A stream's body as it comes (its DATA frames): what a handler reads
+/// when bodies stream (`ServerSettings::stream_request_bodies`), and what
+/// [`read_whole`] collects. Ends with a [`RequestBodyError`] if it grows
+/// past `max_body_bytes`, passes the body read timeout, stays silent for
+/// the idle timeout, or its stream is reset.
 struct Streamed {
     incoming: Incoming,
     total: usize,
     max: usize,
-    whole: Timer,
-    idle: Timer,
-    idle_after: Duration,
+    whole: Deadline,
+    idle: Deadline,
     handle: Handle,
     done: bool,
 }
 
-impl futures_core::Stream for Streamed {
-    type Item = Result<Vec<u8>, crate::BoxError>;
+impl Streamed {
+    fn new(incoming: Incoming, settings: &ServerSettings, handle: &Handle) -> Streamed {
+        Streamed {
+            incoming,
+            total: 0,
+            max: settings.max_body_bytes,
+            whole: Deadline::new(settings.body_read_timeout),
+            idle: Deadline::new(settings.idle_timeout),
+            handle: handle.clone(),
+            done: false,
+        }
+    }
+}
+
+impl Stream for Streamed {
+    type Item = Result<bytes::Bytes, RequestBodyError>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
@@ -682,24 +675,24 @@ impl futures_core::Stream for Streamed {
         }
         let cut = |this: &mut Streamed, error: RequestBodyError| {
             this.done = true;
-            Poll::Ready(Some(Err(error.into())))
+            Poll::Ready(Some(Err(error)))
         };
         loop {
             match Pin::new(&mut this.incoming).poll_frame(cx) {
                 Poll::Ready(Some(Ok(frame))) => {
                     // Progress: the idle timeout starts over.
-                    this.idle = Timer::new(this.idle_after);
+                    this.idle.restart();
                     if let Ok(data) = frame.into_data() {
                         this.total = this.total.saturating_add(data.len());
                         if this.total > this.max {
                             return cut(this, RequestBodyError::TooLarge);
                         }
-                        return Poll::Ready(Some(Ok(data.to_vec())));
+                        return Poll::Ready(Some(Ok(data)));
                     }
                     // Trailers: dropped, as on HTTP/1.1.
                 }
                 Poll::Ready(Some(Err(e))) => {
-                    tracing::debug!(error = %e, "reading a streamed request body failed");
+                    tracing::debug!(error = %e, "reading a request body failed");
                     return cut(this, RequestBodyError::ClientLeft);
                 }
                 Poll::Ready(None) => {
@@ -743,7 +736,7 @@ async fn call(
         Ok(future) => future,
         Err(_) => return Some(internal_error()),
     };
-    let mut timeout = Timer::new(shared.settings.request_timeout);
+    let mut timeout = Deadline::new(shared.settings.request_timeout);
     poll_fn(|cx| {
         if shared.broadcast.poll(id, cx).1 {
             return Poll::Ready(None);
@@ -777,24 +770,4 @@ fn final_response(response: Response<Body>, span: &tracing::Span) -> Response<Bo
         );
     });
     wire::empty_response(StatusCode::INTERNAL_SERVER_ERROR)
-}
-
-/// A timeout armed at its first poll; `Duration::MAX` never fires.
-struct Timer {
-    after: Duration,
-    sleep: Option<Sleep>,
-}
-
-impl Timer {
-    fn new(after: Duration) -> Timer {
-        Timer { after, sleep: None }
-    }
-
-    fn poll(&mut self, handle: &Handle, cx: &mut Context<'_>) -> Poll<()> {
-        if self.after == Duration::MAX {
-            return Poll::Pending;
-        }
-        let sleep = self.sleep.get_or_insert_with(|| handle.sleep(self.after));
-        Pin::new(sleep).poll(cx)
-    }
 }

@@ -531,8 +531,9 @@ fn answers(bytes: &[u8]) -> Vec<(u16, Vec<u8>)> {
     out
 }
 
-/// The streamed path's chunked decoder against the whole-body one: well
-/// formed requests (Content-Length, chunked, `100-continue`, HTTP/1.0 and
+/// Bodies streamed to the handler (the decoder feeding a bounded feed
+/// while the handler runs) against bodies read whole (the same decoder
+/// into a `Vec` before the handler runs): well formed requests (Content-Length, chunked, `100-continue`, HTTP/1.0 and
 /// 1.1, pipelined), split into random reads, get the same answers from a
 /// server that streams bodies to the handler as from one that reads them
 /// whole.

@@ -11,7 +11,6 @@ use http::{Request, Response, StatusCode};
 use proscenium::ActorSystem;
 use proscenium_http::{Body, Http, RequestBodyError, ServerBinding, ServerSettings};
 use std::io::{Read, Write};
-use std::process::Command;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -297,6 +296,7 @@ fn a_streamed_body_in_flight_is_read_on_during_a_termination() {
 #[cfg(feature = "http2")]
 #[test]
 fn streamed_bodies_on_http_2() {
+    use std::process::Command;
     if !programs::present("curl") {
         return;
     }
