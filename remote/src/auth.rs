@@ -91,8 +91,11 @@ impl NatsAuth {
 }
 
 /// TLS to the NATS server. A `tls://` server URL, a server that requires
-/// TLS, or `required` turns it on; without a `ca_file` the system's roots
-/// are trusted (and `SSL_CERT_FILE`).
+/// TLS, `required`, a `ca_file` or a `client_cert` turns it on: a node
+/// given a CA or a certificate never connects in the clear (a server whose
+/// INFO does not offer TLS is refused with
+/// [`ConnectError::Tls`](crate::ConnectError::Tls)). Without a `ca_file`
+/// the system's roots are trusted (and `SSL_CERT_FILE`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct TlsSettings {
@@ -102,11 +105,18 @@ pub struct TlsSettings {
     /// This node's certificate chain and private key (PEM), for a server
     /// that verifies its clients (mutual TLS).
     pub client_cert: Option<(PathBuf, PathBuf)>,
-    /// Refuse to connect without TLS.
+    /// Refuse to connect without TLS (implied by `ca_file` and
+    /// `client_cert`).
     pub required: bool,
 }
 
 impl TlsSettings {
+    /// Whether the connection must be TLS: asked for, or implied by a CA
+    /// or a client certificate (a setting that means nothing in the clear).
+    pub(crate) fn implied(&self) -> bool {
+        self.required || self.ca_file.is_some() || self.client_cert.is_some()
+    }
+
     /// Checks that the files named can be read (`remote.tls-*` keys).
     pub(crate) fn validate(&self) -> Result<(), ConfigError> {
         if let Some(ca) = &self.ca_file {
@@ -131,16 +141,33 @@ pub(crate) fn readable(path: &Path, key: &str) -> Result<(), ConfigError> {
     }
 }
 
-/// `url` without the credentials in it: `nats://u:p@host` becomes
-/// `nats://***@host`. Works on any string (also one that does not parse).
-pub(crate) fn redact_url(url: &str) -> String {
-    let (scheme, rest) = match url.find("://") {
-        Some(i) => url.split_at(i + 3),
-        None => ("", url),
-    };
+/// Where a URL's userinfo is: the bytes of `user:password@`, the `@`
+/// included (the last `@` before the path ends it: a password may hold
+/// one). Works on any string (also one that does not parse).
+fn userinfo(url: &str) -> Option<std::ops::Range<usize>> {
+    let start = url.find("://").map_or(0, |i| i + 3);
+    let rest = &url[start..];
     let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    match rest[..authority_end].rfind('@') {
-        Some(at) => format!("{scheme}***{}", &rest[at..]),
+    rest[..authority_end]
+        .rfind('@')
+        .map(|at| start..start + at + 1)
+}
+
+/// `url` without the credentials in it: `nats://u:p@host` becomes
+/// `nats://***@host`.
+pub(crate) fn redact_url(url: &str) -> String {
+    match userinfo(url) {
+        Some(r) => format!("{}***@{}", &url[..r.start], &url[r.end..]),
+        None => url.to_owned(),
+    }
+}
+
+/// `url` without its userinfo (`nats://u:p@host` becomes `nats://host`),
+/// for the client, which logs the address it connects to: the credentials
+/// are taken from the URL first ([`url_auth`]).
+pub(crate) fn without_userinfo(url: &str) -> String {
+    match userinfo(url) {
+        Some(r) => format!("{}{}", &url[..r.start], &url[r.end..]),
         None => url.to_owned(),
     }
 }
@@ -206,6 +233,13 @@ mod tests {
         // The last '@' ends the userinfo (a password may hold one).
         assert_eq!(redact_url("nats://u:p@ss@host"), "nats://***@host");
         assert_eq!(redact_url("u:p@host:4222"), "***@host:4222");
+        // What the client is given: no userinfo at all.
+        assert_eq!(
+            without_userinfo("nats://u:p@ss@127.0.0.1:4222/x@y"),
+            "nats://127.0.0.1:4222/x@y"
+        );
+        assert_eq!(without_userinfo("tok@host"), "host");
+        assert_eq!(without_userinfo("nats://host"), "nats://host");
     }
 
     #[test]

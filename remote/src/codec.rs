@@ -19,7 +19,13 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use crate::error::RemoteError;
 use crate::shared::{Pending, Shared, ERROR_HEADER};
 
+/// The largest scratch buffer a thread keeps between encodes (a larger
+/// one, for a rare large message, is freed).
+const SCRATCH_KEPT: usize = 64 << 10;
+
 thread_local! {
+    /// Where a message is encoded before it is copied out (see `encode`).
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
     static ENCODING: RefCell<Option<EncodeCtx>> = const { RefCell::new(None) };
     static DECODING: RefCell<Option<DecodeCtx>> = const { RefCell::new(None) };
 }
@@ -128,8 +134,24 @@ pub(crate) fn encode<T: Serialize>(
             forwarded: Vec::new(),
         })
     });
-    // Room for the tag first (with a cluster key): signed in place.
-    let result = postcard::to_extend(value, vec![0; shared.tag_len()]);
+    // Encoded into this thread's scratch buffer, then copied into an
+    // allocation of exactly its length: a `Vec<u8>` field is a sequence to
+    // serde, pushed byte by byte, so encoding straight into the message's
+    // own buffer grew it by doubling (a 1 KiB message in a 2 KiB
+    // allocation, and the steps before it freed around it), and the
+    // outbound queue and reliable buffers held about twice what they
+    // counted (issue 33, item 12). Room for the tag first (with a cluster
+    // key): signed in place.
+    let mut scratch = SCRATCH.with(|c| std::mem::take(&mut *c.borrow_mut()));
+    scratch.clear();
+    scratch.resize(shared.tag_len(), 0);
+    let result = postcard::to_extend(value, scratch).map(|scratch| {
+        let exact = scratch.to_vec();
+        if scratch.capacity() <= SCRATCH_KEPT {
+            SCRATCH.with(|c| *c.borrow_mut() = scratch);
+        }
+        exact
+    });
     let ctx = ENCODING.with(|c| std::mem::replace(&mut *c.borrow_mut(), previous));
     let (registered, forwarded) = ctx.map(|c| (c.registered, c.forwarded)).unwrap_or_default();
     let max = shared.max_payload();

@@ -19,7 +19,8 @@ impl RemoteSettings {
     /// `heartbeat-interval`, `failure-detector-timeout`, `connect-timeout`,
     /// `subscription-capacity` (a positive integer), `outbound-capacity`
     /// (bytes: an integer or `"64 MiB"`), `reliable-window`,
-    /// `reliable-resend-timeout` (durations as in every proscenium
+    /// `reliable-resend-timeout`, `reliable-max-producers`,
+    /// `reliable-idle-timeout` (durations as in every proscenium
     /// section, see [`de::parse_duration`]: `"500ms"`, `"3 s"`, `"1.5 s"`,
     /// `"1 m"`, `"1 h"`, Akka's long unit names, or here also an integer of
     /// milliseconds); credentials, at most one way: `user` with `password`
@@ -95,6 +96,10 @@ struct RemoteSection {
     reliable_window: Option<usize>,
     #[serde(default, deserialize_with = "duration")]
     reliable_resend_timeout: Option<Duration>,
+    #[serde(default, deserialize_with = "de::positive_integer")]
+    reliable_max_producers: Option<usize>,
+    #[serde(default, deserialize_with = "duration")]
+    reliable_idle_timeout: Option<Duration>,
     #[serde(default, deserialize_with = "string")]
     user: Option<String>,
     #[serde(default, deserialize_with = "secret")]
@@ -144,6 +149,7 @@ impl RemoteSection {
                 &mut out.reliable_resend_timeout,
                 self.reliable_resend_timeout,
             ),
+            (&mut out.reliable_idle_timeout, self.reliable_idle_timeout),
         ];
         for (field, value) in durations {
             if let Some(value) = value {
@@ -154,6 +160,7 @@ impl RemoteSection {
             (&mut out.subscription_capacity, self.subscription_capacity),
             (&mut out.outbound_capacity, self.outbound_capacity),
             (&mut out.reliable_window, self.reliable_window),
+            (&mut out.reliable_max_producers, self.reliable_max_producers),
         ];
         for (field, value) in counts {
             if let Some(value) = value {

@@ -9,7 +9,7 @@
 //! one) and newer than the last it heard: a replayed heartbeat, leave or
 //! terminated notice is dropped and counted like a forged one.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -56,7 +56,7 @@ pub enum TerminatedReason {
 /// restarted under the same name is another incarnation, as Akka's actor
 /// uid. Ordered by when it started, so a notice of an earlier one is
 /// known for stale.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub(crate) struct Incarnation {
     /// Milliseconds since the Unix epoch when it connected.
     started_ms: u64,
@@ -97,13 +97,33 @@ pub(crate) struct Notice {
 pub(crate) struct WhereAnswer {
     pub(crate) node: String,
     pub(crate) inc: Incarnation,
+    /// The number of the last notice the node had sent when it answered:
+    /// a terminated notice of the name numbered after it is news; one
+    /// numbered before it (a replay) is not.
+    pub(crate) seq: u64,
 }
+
+/// A terminated notice heard while a watch of its name was not located:
+/// from which node, incarnation and number.
+type Heard = (String, Incarnation, u64);
+
+/// The most terminated notices an unlocated watch keeps (a notice beyond
+/// it is dropped: the watch then learns of the end from its node's leave,
+/// or its failure detector).
+const UNLOCATED_NOTICES: usize = 16;
+
+/// The most departed incarnations remembered (see `Watches::departed`).
+const DEPARTED: usize = 1024;
 
 pub(crate) struct Watch {
     name: String,
     node: Option<String>,
     /// The incarnation of the node that answered.
     incarnation: Option<Incarnation>,
+    /// While not located: the terminated notices of the name heard since
+    /// the where-request went out (the notice can overtake the answer:
+    /// they travel on different lanes). Matched against the answer.
+    heard_terminated: Vec<Heard>,
     fire: Box<dyn FnOnce(RemoteTerminated) + Send>,
 }
 
@@ -122,10 +142,38 @@ pub(crate) struct Watches {
     /// The nodes watched: their current incarnation, when they were last
     /// heard from and their last notice.
     last_seen: HashMap<String, Seen>,
+    /// Incarnations known to be gone for good: they left (their leave
+    /// notice), or a newer incarnation of their node was heard. A notice
+    /// of one is a replay (dropped and counted, tracked or not), and a
+    /// where-answer of one means the actor is gone. The last
+    /// [`DEPARTED`], oldest forgotten first.
+    departed: HashMap<(String, Incarnation), TerminatedReason>,
+    departed_order: VecDeque<(String, Incarnation)>,
+}
+
+impl Watches {
+    /// Remembers that `inc` of `node` is gone (`why`: how watches of it end).
+    fn depart(&mut self, node: &str, inc: Incarnation, why: TerminatedReason) {
+        let key = (node.to_owned(), inc);
+        if self.departed.insert(key.clone(), why).is_none() {
+            self.departed_order.push_back(key);
+            if self.departed_order.len() > DEPARTED {
+                if let Some(old) = self.departed_order.pop_front() {
+                    self.departed.remove(&old);
+                }
+            }
+        }
+    }
+
+    fn departed(&self, node: &str, inc: Incarnation) -> Option<TerminatedReason> {
+        // A lookup without allocating would need a borrowed key type; a
+        // notice of a node is not the hot path.
+        self.departed.get(&(node.to_owned(), inc)).copied()
+    }
 }
 
 /// How a notice or where-answer of a node compares with what is known.
-enum Heard {
+enum Standing {
     /// From the current incarnation (or a node not tracked).
     Current,
     /// From a newer incarnation: the watches located on the older one,
@@ -135,33 +183,52 @@ enum Heard {
     Stale,
 }
 
-/// Learns that `inc` is heard from `node` (with notice `seq`, if a
-/// notice). A node heard from for the first time (or anew) wakes the
-/// failure detector (`heard`).
-fn hear(w: &mut Watches, node: &str, inc: Incarnation, seq: Option<u64>, heard: &Notify) -> Heard {
+/// What was heard from a node: a notice (with its number) or the answer
+/// to a where-request (with the number of its last notice then).
+#[derive(Clone, Copy)]
+enum Hearing {
+    Notice(u64),
+    Answer(u64),
+}
+
+/// Learns that `inc` is heard from `node`. A node heard from for the
+/// first time (or anew) wakes the failure detector (`heard`); a newer
+/// incarnation makes the one it replaces departed.
+fn hear(
+    w: &mut Watches,
+    node: &str,
+    inc: Incarnation,
+    hearing: Hearing,
+    heard: &Notify,
+) -> Standing {
     let now = Instant::now();
+    if w.departed(node, inc).is_some() {
+        return Standing::Stale;
+    }
     match w.last_seen.get_mut(node) {
         Some(seen) if seen.inc == inc => {
-            if let Some(seq) = seq {
-                if seq <= seen.seq {
-                    return Heard::Stale;
+            match hearing {
+                Hearing::Notice(seq) => {
+                    if seq <= seen.seq {
+                        return Standing::Stale;
+                    }
+                    seen.seq = seq;
                 }
-                seen.seq = seq;
+                // An answer may have been overtaken by later notices.
+                Hearing::Answer(seq) => seen.seq = seen.seq.max(seq),
             }
             seen.at = now;
-            return Heard::Current;
+            return Standing::Current;
         }
-        Some(seen) if inc.older_than(&seen.inc) => return Heard::Stale,
+        Some(seen) if inc.older_than(&seen.inc) => return Standing::Stale,
         _ => {}
     }
-    w.last_seen.insert(
-        node.to_owned(),
-        Seen {
-            inc,
-            seq: seq.unwrap_or(0),
-            at: now,
-        },
-    );
+    let seq = match hearing {
+        Hearing::Notice(seq) | Hearing::Answer(seq) => seq,
+    };
+    if let Some(old) = w.last_seen.insert(node.to_owned(), Seen { inc, seq, at: now }) {
+        w.depart(node, old.inc, TerminatedReason::NodeUnreachable);
+    }
     // A permit if the detector is not waiting: it looks again.
     heard.notify_one();
     let stale: Vec<u64> = w
@@ -170,7 +237,7 @@ fn hear(w: &mut Watches, node: &str, inc: Incarnation, seq: Option<u64>, heard: 
         .filter(|(_, x)| x.node.as_deref() == Some(node) && x.incarnation.is_some_and(|i| i != inc))
         .map(|(id, _)| *id)
         .collect();
-    Heard::Newer(stale.iter().filter_map(|id| w.by_id.remove(id)).collect())
+    Standing::Newer(stale.iter().filter_map(|id| w.by_id.remove(id)).collect())
 }
 
 /// A remote watch; [`unwatch`](Self::unwatch) cancels it. Dropping it
@@ -232,11 +299,14 @@ impl Shared {
         self.send_control(if what == "hb" { out.heartbeat() } else { out });
     }
 
-    /// The answer to a where-request: this node and incarnation.
+    /// The answer to a where-request: this node and incarnation, and the
+    /// number of its last notice.
     pub(crate) fn where_answer(&self) -> Vec<u8> {
+        let seq = *lock(&self.notice_seq);
         postcard::to_stdvec(&WhereAnswer {
             node: self.settings.node.clone(),
             inc: self.incarnation,
+            seq,
         })
         .expect("a where-answer always encodes")
     }
@@ -262,6 +332,7 @@ pub(crate) fn watch(
             name: name.to_owned(),
             node: None,
             incarnation: None,
+            heard_terminated: Vec::new(),
             fire,
         },
     );
@@ -296,33 +367,85 @@ pub(crate) fn watch(
 
 /// A watch's where-request was answered (with the node) or failed.
 fn located(shared: &Shared, id: u64, outcome: Result<WhereAnswer, TerminatedReason>) {
-    let (fire, stale) = {
+    let (fire, stale, replays) = {
         let mut w = lock(&shared.watches);
-        match outcome {
-            Ok(answer) => match hear(&mut w, &answer.node, answer.inc, None, &shared.node_heard) {
-                // Answered by an incarnation older than one heard from
-                // since: that actor is gone.
-                Heard::Stale => (
-                    w.by_id
-                        .remove(&id)
-                        .map(|watch| (watch, TerminatedReason::NodeUnreachable)),
-                    Vec::new(),
-                ),
-                heard => {
-                    if let Some(watch) = w.by_id.get_mut(&id) {
-                        watch.node = Some(answer.node);
-                        watch.incarnation = Some(answer.inc);
+        let Some(watch) = w.by_id.get_mut(&id) else {
+            return;
+        };
+        // The terminated notices heard before the answer: one of the
+        // answering incarnation numbered after the answer is the actor's
+        // end (it overtook the answer); one numbered before it is a
+        // replay; others are of other nodes (of an earlier holder of the
+        // name, or replays that cannot be told from one).
+        let heard = std::mem::take(&mut watch.heard_terminated);
+        let mut replays = 0;
+        let mut ended = false;
+        if let Ok(answer) = &outcome {
+            for (node, inc, seq) in &heard {
+                if *node == answer.node && *inc == answer.inc {
+                    if *seq > answer.seq {
+                        ended = true;
+                    } else {
+                        replays += 1;
                     }
-                    let stale = match heard {
-                        Heard::Newer(stale) => stale,
-                        _ => Vec::new(),
-                    };
-                    (None, stale)
                 }
-            },
-            Err(reason) => (w.by_id.remove(&id).map(|watch| (watch, reason)), Vec::new()),
+            }
+        }
+        match outcome {
+            Ok(answer) => {
+                let departed = w.departed(&answer.node, answer.inc);
+                match hear(
+                    &mut w,
+                    &answer.node,
+                    answer.inc,
+                    Hearing::Answer(answer.seq),
+                    &shared.node_heard,
+                ) {
+                    // Answered by an incarnation that has left, or one
+                    // older than one heard from since: that actor is gone.
+                    Standing::Stale => (
+                        w.by_id.remove(&id).map(|watch| {
+                            (watch, departed.unwrap_or(TerminatedReason::NodeUnreachable))
+                        }),
+                        Vec::new(),
+                        replays,
+                    ),
+                    standing => {
+                        let stale = match standing {
+                            Standing::Newer(stale) => stale,
+                            _ => Vec::new(),
+                        };
+                        let fire = if ended {
+                            w.by_id.remove(&id).map(|mut watch| {
+                                watch.node = Some(answer.node);
+                                watch.incarnation = Some(answer.inc);
+                                (watch, TerminatedReason::Stopped)
+                            })
+                        } else {
+                            if let Some(watch) = w.by_id.get_mut(&id) {
+                                watch.node = Some(answer.node);
+                                watch.incarnation = Some(answer.inc);
+                            }
+                            None
+                        };
+                        (fire, stale, replays)
+                    }
+                }
+            }
+            Err(reason) => (
+                w.by_id.remove(&id).map(|watch| (watch, reason)),
+                Vec::new(),
+                replays,
+            ),
         }
     };
+    for _ in 0..replays {
+        shared.reject(
+            "a terminated notice",
+            "control notice",
+            "a replay (numbered before its node's where-answer)",
+        );
+    }
     if let Some((watch, reason)) = fire {
         shared.fire(watch, reason);
     }
@@ -358,22 +481,44 @@ pub(crate) async fn control(
             shared.reject(subject, "control notice", "it does not decode");
             continue;
         };
-        let stale = {
+        let inc = notice.inc;
+        let terminated = what.strip_prefix("terminated.");
+        let standing = {
             let mut w = lock(&shared.watches);
-            if what == "hb" && !w.last_seen.contains_key(node) {
-                // Heartbeats matter for the nodes watched only.
+            if w.departed(node, inc).is_some() {
+                None
+            } else if !w.last_seen.contains_key(node) {
+                // A node this one does not track (no watch is located on
+                // it): nothing of its can fire. Its leave is remembered
+                // (an answer of it, or a replay, comes later); its
+                // terminated notice is kept by the unlocated watches of
+                // the name, to be matched against their answer.
+                if what == "leave" {
+                    w.depart(node, inc, TerminatedReason::NodeLeft);
+                } else if let Some(name) = terminated {
+                    note_unlocated(&mut w, node, inc, notice.seq, name);
+                }
+                continue;
+            } else {
+                Some(hear(
+                    &mut w,
+                    node,
+                    inc,
+                    Hearing::Notice(notice.seq),
+                    &shared.node_heard,
+                ))
+            }
+        };
+        let older = match standing {
+            None => {
+                shared.reject(
+                    subject,
+                    "control notice",
+                    "a replay (of an incarnation that has left)",
+                );
                 continue;
             }
-            hear(
-                &mut w,
-                node,
-                notice.inc,
-                Some(notice.seq),
-                &shared.node_heard,
-            )
-        };
-        let older = match stale {
-            Heard::Stale => {
+            Some(Standing::Stale) => {
                 shared.reject(
                     subject,
                     "control notice",
@@ -381,30 +526,43 @@ pub(crate) async fn control(
                 );
                 continue;
             }
-            Heard::Newer(older) => older,
-            Heard::Current => Vec::new(),
+            Some(Standing::Newer(older)) => older,
+            Some(Standing::Current) => Vec::new(),
         };
         for watch in older {
             shared.fire(watch, TerminatedReason::NodeUnreachable);
         }
-        let inc = notice.inc;
         if what == "leave" {
+            {
+                let mut w = lock(&shared.watches);
+                if w.last_seen.get(node).is_some_and(|s| s.inc == inc) {
+                    w.last_seen.remove(node);
+                }
+                w.depart(node, inc, TerminatedReason::NodeLeft);
+            }
             shared.fire_where(TerminatedReason::NodeLeft, |w| {
                 w.node.as_deref() == Some(node)
             });
-            let mut w = lock(&shared.watches);
-            if w.last_seen.get(node).is_some_and(|s| s.inc == inc) {
-                w.last_seen.remove(node);
-            }
-        } else if let Some(name) = what.strip_prefix("terminated.") {
-            // Watches of the name on that incarnation, or not located yet.
+        } else if let Some(name) = terminated {
+            // Watches of the name located on that incarnation; the
+            // unlocated ones keep it for their answer.
+            note_unlocated(&mut lock(&shared.watches), node, inc, notice.seq, name);
             shared.fire_where(TerminatedReason::Stopped, |w| {
-                w.name == name
-                    && match &w.node {
-                        None => true,
-                        Some(n) => n == node && w.incarnation.is_none_or(|i| i == inc),
-                    }
+                w.name == name && w.node.as_deref() == Some(node) && w.incarnation == Some(inc)
             });
+        }
+    }
+}
+
+/// Keeps a terminated notice of `name` on every watch of it not located
+/// yet (at most [`UNLOCATED_NOTICES`] each).
+fn note_unlocated(w: &mut Watches, node: &str, inc: Incarnation, seq: u64, name: &str) {
+    for watch in w.by_id.values_mut() {
+        if watch.node.is_none()
+            && watch.name == name
+            && watch.heard_terminated.len() < UNLOCATED_NOTICES
+        {
+            watch.heard_terminated.push((node.to_owned(), inc, seq));
         }
     }
 }
@@ -568,23 +726,23 @@ mod tests {
         let heard = Notify::new();
         let mut w = Watches::default();
         let (old, new) = (inc(1_000, 1), inc(2_000, 2));
-        assert!(matches!(hear(&mut w, "n", old, Some(1), &heard), Heard::Newer(v) if v.is_empty()));
+        assert!(matches!(hear(&mut w, "n", old, Hearing::Notice(1), &heard), Standing::Newer(v) if v.is_empty()));
         assert!(matches!(
-            hear(&mut w, "n", old, Some(2), &heard),
-            Heard::Current
+            hear(&mut w, "n", old, Hearing::Notice(2), &heard),
+            Standing::Current
         ));
         assert!(matches!(
-            hear(&mut w, "n", old, Some(2), &heard),
-            Heard::Stale
+            hear(&mut w, "n", old, Hearing::Notice(2), &heard),
+            Standing::Stale
         ));
         assert!(matches!(
-            hear(&mut w, "n", old, Some(1), &heard),
-            Heard::Stale
+            hear(&mut w, "n", old, Hearing::Notice(1), &heard),
+            Standing::Stale
         ));
         // A where-answer has no number: current.
         assert!(matches!(
-            hear(&mut w, "n", old, None, &heard),
-            Heard::Current
+            hear(&mut w, "n", old, Hearing::Answer(0), &heard),
+            Standing::Current
         ));
         w.by_id.insert(
             7,
@@ -592,25 +750,26 @@ mod tests {
                 name: "x".into(),
                 node: Some("n".into()),
                 incarnation: Some(old),
+                heard_terminated: Vec::new(),
                 fire: Box::new(|_| {}),
             },
         );
         // The node restarted: the watch of the old incarnation is handed back.
-        assert!(matches!(hear(&mut w, "n", new, Some(1), &heard), Heard::Newer(v) if v.len() == 1));
+        assert!(matches!(hear(&mut w, "n", new, Hearing::Notice(1), &heard), Standing::Newer(v) if v.len() == 1));
         assert!(w.by_id.is_empty());
         // The old incarnation again (a replay): stale, whatever its number.
         assert!(matches!(
-            hear(&mut w, "n", old, Some(99), &heard),
-            Heard::Stale
+            hear(&mut w, "n", old, Hearing::Notice(99), &heard),
+            Standing::Stale
         ));
         assert!(matches!(
-            hear(&mut w, "n", new, Some(2), &heard),
-            Heard::Current
+            hear(&mut w, "n", new, Hearing::Notice(2), &heard),
+            Standing::Current
         ));
         // Another node is tracked on its own.
         assert!(matches!(
-            hear(&mut w, "m", old, Some(1), &heard),
-            Heard::Newer(_)
+            hear(&mut w, "m", old, Hearing::Notice(1), &heard),
+            Standing::Newer(_)
         ));
     }
 }

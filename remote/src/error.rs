@@ -66,6 +66,16 @@ pub enum RemoteError {
     /// This node already exposes an actor under that name.
     #[error("`{0}` is already exposed on this node")]
     AlreadyExposed(String),
+    /// Another node exposes an actor under that name (with `expose`; a
+    /// name shared on purpose is exposed with `expose_group`).
+    #[error("`{name}` is already exposed by {}", node.as_deref().map_or_else(|| "a node that does not answer".to_owned(), |n| format!("node `{n}`")))]
+    ExposedElsewhere {
+        /// The name.
+        name: String,
+        /// The node that answered for it (`None`: one held the name and
+        /// did not answer within the connect timeout).
+        node: Option<String>,
+    },
     /// The message could not be serialized.
     #[error("could not encode the message: {0}")]
     Encode(String),

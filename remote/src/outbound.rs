@@ -33,10 +33,22 @@ use crate::error::RemoteError;
 /// How many user messages the user lane's task takes at a time.
 const USER_BATCH: usize = 256;
 
-/// What one queued message is taken to cost, beyond its subject, reply
-/// subject and payload: the `Out` itself, its `Bytes` and the channel's
-/// slot (an estimate: the bound is on memory, not exact to the byte).
-const OVERHEAD: usize = 128;
+/// What one queued message costs beyond the allocations of its subject,
+/// reply subject and payload: its slot in the channel (the `Out` and its
+/// cost) and the `Bytes`' shared header once the client clones it.
+const OVERHEAD: usize = std::mem::size_of::<(Out, usize)>() + 32;
+
+/// What an allocation of `len` bytes takes from the allocator: glibc's
+/// malloc adds 8 bytes of header and rounds up to 16, 32 at least (other
+/// allocators round as much or more; issue 33, item 12: counting lengths
+/// alone, the queue held about twice its capacity).
+fn allocated(len: usize) -> usize {
+    if len == 0 {
+        0
+    } else {
+        (len + 8).next_multiple_of(16).max(32)
+    }
+}
 
 /// A message to publish, sealed already (tagged, with a cluster key).
 pub(crate) struct Out {
@@ -69,11 +81,11 @@ impl Out {
         self
     }
 
-    /// Its share of `outbound-capacity`.
+    /// Its share of `outbound-capacity`: what it holds.
     fn cost(&self) -> usize {
-        self.subject.len()
-            + self.reply.as_ref().map_or(0, String::len)
-            + self.payload.len()
+        allocated(self.subject.len())
+            + self.reply.as_ref().map_or(0, |r| allocated(r.len()))
+            + allocated(self.payload.len())
             + OVERHEAD
     }
 }
@@ -369,7 +381,11 @@ mod tests {
         );
         lanes.send_control(msg(5000));
         lanes.send_forced(msg(10));
-        assert_eq!(lanes.queued_bytes(), 5001 + OVERHEAD + 11 + OVERHEAD);
+        assert_eq!(lanes.queued_bytes(), msg(5000).cost() + msg(10).cost());
+        // What is counted is what is allocated: the subject's and the
+        // payload's allocations, rounded as malloc rounds them.
+        assert_eq!(msg(5000).cost(), 32 + 5008 + OVERHEAD);
+        assert_eq!(msg(10).cost(), 32 + 32 + OVERHEAD);
         let (lanes, _rx) = Lanes::new(1000);
         let fits = 1000 / msg(100).cost();
         for _ in 0..fits {

@@ -15,7 +15,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tokio::sync::{oneshot, Notify};
 
-use crate::auth::{redact_url, scrub, url_auth, NatsAuth};
+use crate::auth::{redact_url, scrub, url_auth, without_userinfo, NatsAuth};
 use crate::codec::decode;
 use crate::control::{self, Incarnation, RemoteTerminated, RemoteWatch, Watches};
 use crate::error::{ConnectError, RemoteError};
@@ -45,8 +45,6 @@ pub struct UndecodableMessage {
 pub(crate) struct Exposed {
     /// Tells the serving task to drain.
     drain: Option<oneshot::Sender<()>>,
-    /// Plain expose (watchable, announced as terminated on leave).
-    single: bool,
 }
 
 /// The names this node exposes, and whether the drain has begun.
@@ -126,6 +124,62 @@ impl Drop for Inner {
     }
 }
 
+/// Fails with [`RemoteError::ExposedElsewhere`] if a live node exposes
+/// `name` (with `expose`): a where-request answered, or not answered within
+/// the connect timeout by a node that holds the name (a paused one, say).
+/// Nobody answers (the server's "no responders"): free.
+async fn check_not_exposed(shared: &Arc<Shared>, name: &str) -> Result<(), RemoteError> {
+    let (id, reply) = shared.new_reply_subject();
+    let (tx, rx) = oneshot::channel();
+    shared.put_pending(
+        id,
+        crate::shared::Pending {
+            deliver: Box::new(move |outcome| {
+                let _ = tx.send(outcome);
+            }),
+            alive: None,
+            deadline: std::time::Instant::now().checked_add(shared.settings.connect_timeout),
+        },
+    );
+    shared.send_ordered(shared.out(shared.subject("where", name), Some(reply), &[]));
+    let elsewhere = |node| {
+        Err(RemoteError::ExposedElsewhere {
+            name: name.to_owned(),
+            node,
+        })
+    };
+    match rx.await {
+        Ok(Ok(msg)) if msg.status == Some(StatusCode::NO_RESPONDERS) => Ok(()),
+        Ok(Ok(msg)) => match postcard::from_bytes::<control::WhereAnswer>(&msg.payload) {
+            Ok(answer) => elsewhere(Some(answer.node)),
+            Err(_) => elsewhere(None),
+        },
+        // Held by a node that did not answer in time, or this node closed.
+        _ => elsewhere(None),
+    }
+}
+
+/// Keeps a node's runtime (and so its connection) alive from
+/// [`Remote::add_to_coordinated_shutdown`] until its close has run. Let go
+/// on a thread of its own: the last handle's drop stops the runtime, which
+/// waits for its tasks, and that is no work for a scheduler worker.
+struct KeepAlive(Option<Arc<Inner>>);
+
+impl Drop for KeepAlive {
+    fn drop(&mut self) {
+        if let Some(inner) = self.0.take() {
+            let spawned = std::thread::Builder::new()
+                .name("proscenium-remote-close".into())
+                .spawn(move || drop(inner));
+            if let Err(e) = spawned {
+                // No thread to be had: dropped here (the runtime stops in
+                // the background when inside one, else within 5 s).
+                tracing::warn!(error = %e, "remote: no thread to release the node on");
+            }
+        }
+    }
+}
+
 /// Hands the connecting thread an engine-internal `ActorSystem` handle
 /// (a `Context`'s), then idles under `/system`.
 struct Anchor(mpsc::Sender<ActorSystem>);
@@ -181,8 +235,20 @@ impl Remote {
                     message: format!("`{}` is not a NATS server URL: {e}", redact_url(s)),
                 }
             })?;
-            // async-nats ignores a URL's credentials: they are taken here.
+            // async-nats ignores a URL's credentials: they are taken here,
+            // and the URL it gets has none (it logs the address it
+            // connects to, at DEBUG, on every attempt).
             let auth = url_auth(&addr);
+            let addr = if auth == NatsAuth::None {
+                addr
+            } else {
+                without_userinfo(s).parse().map_err(|e: std::io::Error| {
+                    proscenium_shutdown::ConfigError::InvalidValue {
+                        key: "remote.servers".to_owned(),
+                        message: format!("`{}` is not a NATS server URL: {e}", redact_url(s)),
+                    }
+                })?
+            };
             if auth != NatsAuth::None {
                 if from_urls != NatsAuth::None && from_urls != auth {
                     return Err(invalid_servers(
@@ -262,7 +328,10 @@ impl Remote {
             if let Some((cert, key)) = &tls.client_cert {
                 options = options.add_client_certificate(cert.clone(), key.clone());
             }
-            if tls.required {
+            // A CA or a client certificate means TLS: without it the
+            // client would follow the server's (unauthenticated) INFO, and
+            // connect in the clear to a server that does not ask for TLS.
+            if tls.implied() {
                 options = options.require_tls(true);
             }
             match tokio::time::timeout(settings.connect_timeout, options.connect(addrs)).await {
@@ -417,8 +486,12 @@ impl Remote {
     /// when the actor terminates, the name is withdrawn and its watchers
     /// get their Terminated.
     ///
-    /// A name should be exposed this way by one node at a time (for a
-    /// pool over nodes, use [`expose_group`](Self::expose_group)). It is
+    /// A name is exposed this way by one node at a time (for a pool over
+    /// nodes, use [`expose_group`](Self::expose_group)): if a live node
+    /// exposes it already, this fails with
+    /// [`RemoteError::ExposedElsewhere`] (it asks where the name is first,
+    /// as a watch does; two exposes of one name on two nodes within the
+    /// same round trip through the server are not told apart). It is
     /// one subject token of at most [`MAX_NAME_LEN`](crate::MAX_NAME_LEN)
     /// bytes (else [`RemoteError::BadName`] or
     /// [`RemoteError::NameTooLong`], before anything is sent).
@@ -477,7 +550,6 @@ impl Remote {
                 name.to_owned(),
                 Exposed {
                     drain: Some(drain_tx),
-                    single: !group,
                 },
             );
             // Counted with the name, under the lock `drain` takes its
@@ -491,6 +563,9 @@ impl Remote {
             let shared = Arc::clone(shared);
             let name = name.to_owned();
             async move {
+                if !group {
+                    check_not_exposed(&shared, &name).await?;
+                }
                 let subject = shared.subject("actor", &name);
                 let messages = if group {
                     shared.client.queue_subscribe(subject, name.clone()).await
@@ -616,6 +691,9 @@ impl Remote {
     /// Each within its phase's timeout.
     pub fn add_to_coordinated_shutdown(&self) -> Result<(), proscenium::AddTaskError> {
         let cs = self.inner.shared.system.coordinated_shutdown();
+        // The node stays on NATS until its phases have run, whatever
+        // becomes of the handles: the last task lets it go.
+        let keep = Arc::new(Mutex::new(Some(KeepAlive(Some(Arc::clone(&self.inner))))));
         let (shared, handle) = (Arc::clone(&self.inner.shared), self.inner.handle.clone());
         cs.add_task(Phase::CLUSTER_LEAVE, "remote-drain", move || {
             on_runtime(handle.clone(), drain(shared))
@@ -630,7 +708,14 @@ impl Remote {
             .phase_timeout(Phase::CLUSTER_SHUTDOWN)
             .map(reply_wait_budget);
         cs.add_task(Phase::CLUSTER_SHUTDOWN, "remote-close", move || {
-            on_runtime(handle, close(shared, budget))
+            // Taken here, dropped when the close ends (or is given up on).
+            let kept = lock(&keep).take();
+            let close = on_runtime(handle, close(shared, budget));
+            async move {
+                let closed = close.await;
+                drop(kept);
+                closed
+            }
         })?;
         Ok(())
     }
@@ -713,15 +798,11 @@ async fn leave(shared: Arc<Shared>) -> Result<(), String> {
     shared.left.store(true, Ordering::Release);
     // Senders waiting for room in a reliable buffer find it closed.
     crate::reliable::wake_all(&shared);
-    let names: Vec<String> = lock(&shared.exposed)
-        .by_name
-        .iter()
-        .filter(|(_, e)| e.single)
-        .map(|(n, _)| n.clone())
-        .collect();
-    for name in names {
-        shared.send_notice(&format!("terminated.{name}"));
-    }
+    // One notice for the node: every watcher of its names hears NodeLeft
+    // (a watch located on it at once; one whose where-answer is still on
+    // its way when the answer comes: the leave makes the incarnation
+    // departed there). No terminated notice per name: the actors did not
+    // stop, their node left.
     shared.send_notice("leave");
     let node = &shared.settings.node;
     flush(&shared, false).await;
@@ -825,7 +906,12 @@ async fn serve<M>(
         None => (None, None),
     };
     // Reliable delivery: where each producer sending to this name stands.
-    let mut consumers = Consumers::default();
+    let mut consumers = Consumers::new(
+        shared.settings.reliable_max_producers,
+        shared.settings.reliable_idle_timeout,
+    );
+    let mut forget_idle = tokio::time::interval(shared.settings.reliable_idle_timeout / 2);
+    forget_idle.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             biased;
@@ -874,6 +960,7 @@ async fn serve<M>(
                 // Drained: the messages' subscription ends the task.
                 None => reliable = None,
             },
+            _ = forget_idle.tick(), if reliable.is_some() => consumers.forget_idle(),
             // Last: confirmations go out once nothing more is ready (and
             // every `ACK_EVERY` messages, above).
             () = std::future::ready(()), if consumers.owes() => consumers.acknowledge(&shared),

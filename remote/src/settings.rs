@@ -90,6 +90,19 @@ pub struct RemoteSettings {
     /// confirmation before it sends the unconfirmed messages again
     /// (default 1 s).
     pub reliable_resend_timeout: Duration,
+    /// How many producers (reliable refs of other nodes, one per node and
+    /// name) the receiving side of one exposed name keeps track of
+    /// (default 65 536; about 200 bytes each). Past it, the least recently
+    /// heard eighth is forgotten (its confirmation sent first).
+    pub reliable_max_producers: usize,
+    /// A producer not heard from for this long is forgotten by the
+    /// receiving side (default 5 minutes). A forgotten producer's next
+    /// message starts a new session: nothing it had confirmed is
+    /// delivered again, but a message delivered whose confirmation it never
+    /// got is (at least once, then). Keep it well above
+    /// `reliable-resend-timeout`: a producer with unconfirmed messages
+    /// resends every resend timeout, so it is never idle that long.
+    pub reliable_idle_timeout: Duration,
     /// How this node authenticates to NATS (default: no credentials, or
     /// those of the server URLs).
     pub auth: NatsAuth,
@@ -120,6 +133,8 @@ impl fmt::Debug for RemoteSettings {
             .field("outbound_capacity", &self.outbound_capacity)
             .field("reliable_window", &self.reliable_window)
             .field("reliable_resend_timeout", &self.reliable_resend_timeout)
+            .field("reliable_max_producers", &self.reliable_max_producers)
+            .field("reliable_idle_timeout", &self.reliable_idle_timeout)
             .field("auth", &self.auth)
             .field("tls", &self.tls)
             .field("cluster_key", &self.cluster_key)
@@ -146,6 +161,8 @@ impl RemoteSettings {
             outbound_capacity: 64 << 20,
             reliable_window: 8192,
             reliable_resend_timeout: Duration::from_secs(1),
+            reliable_max_producers: 65_536,
+            reliable_idle_timeout: Duration::from_secs(300),
             auth: NatsAuth::None,
             tls: TlsSettings::default(),
             cluster_key: None,
@@ -248,6 +265,16 @@ impl RemoteSettings {
         self
     }
 
+    /// Sets how many producers, and for how long idle, the receiving side
+    /// of each exposed name keeps (see
+    /// [`reliable_max_producers`](Self::reliable_max_producers) and
+    /// [`reliable_idle_timeout`](Self::reliable_idle_timeout)).
+    pub fn reliable_receiver(mut self, max_producers: usize, idle_timeout: Duration) -> RemoteSettings {
+        self.reliable_max_producers = max_producers;
+        self.reliable_idle_timeout = idle_timeout;
+        self
+    }
+
     /// Sets how long `connect` tries to reach a server.
     pub fn connect_timeout(mut self, timeout: Duration) -> RemoteSettings {
         self.connect_timeout = timeout;
@@ -287,6 +314,15 @@ impl RemoteSettings {
             return Err(invalid(
                 "remote.reliable-resend-timeout",
                 "a positive duration",
+            ));
+        }
+        if self.reliable_max_producers == 0 {
+            return Err(invalid("remote.reliable-max-producers", "a positive integer"));
+        }
+        if self.reliable_idle_timeout <= self.reliable_resend_timeout {
+            return Err(invalid(
+                "remote.reliable-idle-timeout",
+                "a duration longer than reliable-resend-timeout",
             ));
         }
         if self.outbound_capacity == 0 {
@@ -601,6 +637,8 @@ mod tests {
             "outbound-capacity",
             "reliable-window",
             "reliable-resend-timeout",
+            "reliable-max-producers",
+            "reliable-idle-timeout",
             "user",
             "password-file",
             "token-file",

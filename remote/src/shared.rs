@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
-use async_nats::{HeaderMap, Message, Subscriber};
+use async_nats::{HeaderMap, Message, StatusCode, Subscriber};
 use bytes::Bytes;
 use futures_util::StreamExt;
 use proscenium::ActorSystem;
@@ -193,19 +193,42 @@ impl Shared {
         Out::new(subject, None, Some(headers), payload)
     }
 
-    /// Checks a received message against the cluster key and strips its
-    /// tag: `true` if it may be acted on. One that does not verify is
-    /// counted and logged (`what` says where it came in), and dropped.
-    /// Without a key everything passes. A NATS status (no responders)
-    /// comes from the server and carries no tag: it passes (see
-    /// docs/decisions/0023 for why that is safe enough).
+    /// Checks a received message and strips its tag: `true` if it may be
+    /// acted on. One that may not is counted and logged (`what` says where
+    /// it came in), and dropped:
+    ///
+    /// * a header block the NATS client could not parse (the patched
+    ///   client delivers it with a description and no status, instead of
+    ///   dropping its connection: third_party/async-nats/PATCH.md);
+    /// * a NATS status anywhere but on this node's own reply subjects, or
+    ///   one there that is not the server's "no responders" (503, empty):
+    ///   any publisher can write a status line (`NATS/1.0 200`), and the
+    ///   client takes it from whatever was written, so only the one status
+    ///   the server sends us, where it sends it, means anything. A status
+    ///   carries no tag (the server cannot sign): the "no responders" on a
+    ///   reply subject passes without one, with or without a key;
+    /// * with a cluster key, anything else that does not verify.
+    ///
+    /// See docs/decisions/0023 for what this leaves an attacker.
     pub(crate) fn open(&self, msg: &mut Message, what: &str) -> bool {
+        if msg.status.is_none() && msg.description.is_some() {
+            self.reject(&msg.subject, what, "its NATS header block does not parse");
+            return false;
+        }
+        if let Some(status) = msg.status {
+            if self.is_no_responders(msg, status) {
+                return true;
+            }
+            self.reject(
+                &msg.subject,
+                what,
+                "it carries a NATS status where the server sends none",
+            );
+            return false;
+        }
         let Some(key) = &self.key else {
             return true;
         };
-        if msg.status.is_some() {
-            return true;
-        }
         let error = msg
             .headers
             .as_ref()
@@ -222,6 +245,18 @@ impl Shared {
             );
             false
         }
+    }
+
+    /// Whether `msg` (with `status`) is what the server sends when a
+    /// request of this node reached nobody: 503, no body, on one of this
+    /// node's reply subjects.
+    fn is_no_responders(&self, msg: &Message, status: StatusCode) -> bool {
+        status == StatusCode::NO_RESPONDERS
+            && msg.payload.is_empty()
+            && msg
+                .subject
+                .strip_prefix(self.inbox.as_str())
+                .is_some_and(|rest| rest.starts_with('.'))
     }
 
     /// Counts and logs (on the first and every power-of-two-th) a message
@@ -391,11 +426,14 @@ pub(crate) async fn flush(shared: &Shared, ordered: bool) {
 pub(crate) async fn inbox_task(shared: Arc<Shared>, mut inbox: Subscriber) {
     let prefix_len = shared.inbox.len() + 1;
     while let Some(mut msg) = inbox.next().await {
+        if !shared.open(&mut msg, "reply") {
+            continue;
+        }
         let last = msg.subject.get(prefix_len..).unwrap_or("");
         if last == "ack" {
             // A reliable receiver's confirmation (a no-responders status
             // here means nobody exposes the name yet: resent later).
-            if msg.status.is_none() && shared.open(&mut msg, "reliable ack") {
+            if msg.status.is_none() {
                 reliable::on_ack(&shared, &msg.payload);
             }
             continue;
@@ -403,9 +441,6 @@ pub(crate) async fn inbox_task(shared: Arc<Shared>, mut inbox: Subscriber) {
         let Ok(id) = u64::from_str_radix(last, 16) else {
             continue;
         };
-        if !shared.open(&mut msg, "reply") {
-            continue;
-        }
         if let Some(pending) = shared.take_pending(id) {
             (pending.deliver)(Ok(msg));
         }
