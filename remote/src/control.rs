@@ -226,7 +226,10 @@ fn hear(
     let seq = match hearing {
         Hearing::Notice(seq) | Hearing::Answer(seq) => seq,
     };
-    if let Some(old) = w.last_seen.insert(node.to_owned(), Seen { inc, seq, at: now }) {
+    if let Some(old) = w
+        .last_seen
+        .insert(node.to_owned(), Seen { inc, seq, at: now })
+    {
         w.depart(node, old.inc, TerminatedReason::NodeUnreachable);
     }
     // A permit if the detector is not waiting: it looks again.
@@ -726,7 +729,9 @@ mod tests {
         let heard = Notify::new();
         let mut w = Watches::default();
         let (old, new) = (inc(1_000, 1), inc(2_000, 2));
-        assert!(matches!(hear(&mut w, "n", old, Hearing::Notice(1), &heard), Standing::Newer(v) if v.is_empty()));
+        assert!(
+            matches!(hear(&mut w, "n", old, Hearing::Notice(1), &heard), Standing::Newer(v) if v.is_empty())
+        );
         assert!(matches!(
             hear(&mut w, "n", old, Hearing::Notice(2), &heard),
             Standing::Current
@@ -755,7 +760,9 @@ mod tests {
             },
         );
         // The node restarted: the watch of the old incarnation is handed back.
-        assert!(matches!(hear(&mut w, "n", new, Hearing::Notice(1), &heard), Standing::Newer(v) if v.len() == 1));
+        assert!(
+            matches!(hear(&mut w, "n", new, Hearing::Notice(1), &heard), Standing::Newer(v) if v.len() == 1)
+        );
         assert!(w.by_id.is_empty());
         // The old incarnation again (a replay): stale, whatever its number.
         assert!(matches!(

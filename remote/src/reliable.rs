@@ -785,10 +785,7 @@ mod tests {
         assert!(c.owes());
         // A fresh receiver: the producer has confirmed up to 9.
         let mut fresh = consumers();
-        assert_eq!(
-            fresh.receive(&env(10, 10, s), "a").0,
-            Verdict::OtherSession
-        );
+        assert_eq!(fresh.receive(&env(10, 10, s), "a").0, Verdict::OtherSession);
         let f = session(&fresh);
         assert_ne!(f, s);
         assert_eq!(fresh.receive(&env(12, 10, f), "a").0, Verdict::Gap);
@@ -820,10 +817,7 @@ mod tests {
         // The restarted receiver: the recorded envelopes, again.
         let mut after = consumers();
         for seq in 1..=5 {
-            assert_eq!(
-                after.receive(&env(seq, 1, s), "a").0,
-                Verdict::OtherSession
-            );
+            assert_eq!(after.receive(&env(seq, 1, s), "a").0, Verdict::OtherSession);
         }
         // Its own session is another; the producer (which had them
         // confirmed) goes on from 6 in it.
@@ -831,17 +825,11 @@ mod tests {
         assert_ne!(t, s);
         assert_eq!(after.receive(&env(6, 6, t), "a").0, Verdict::Deliver);
         // A replay in the old session, with this producer known: no.
-        assert_eq!(
-            after.receive(&env(3, 1, s), "a").0,
-            Verdict::OtherSession
-        );
+        assert_eq!(after.receive(&env(3, 1, s), "a").0, Verdict::OtherSession);
         // A forgotten producer: its next message opens a new session, in
         // which the old envelopes are not.
         after.forget(7);
-        assert_eq!(
-            after.receive(&env(6, 6, t), "a").0,
-            Verdict::OtherSession
-        );
+        assert_eq!(after.receive(&env(6, 6, t), "a").0, Verdict::OtherSession);
         assert_ne!(session(&after), t);
     }
 

@@ -456,6 +456,20 @@ impl Remote {
             .load(Ordering::Relaxed)
     }
 
+    /// How many times this node's connection to NATS was made again after
+    /// it dropped (the client reconnects by itself; each reconnect may
+    /// lose the messages in flight, as delivery is at most once).
+    pub fn reconnects(&self) -> u64 {
+        // Relaxed: a statistic.
+        self.inner
+            .shared
+            .client
+            .statistics()
+            .connects
+            .load(Ordering::Relaxed)
+            .saturating_sub(1)
+    }
+
     /// How many replies (answers to other nodes' asks, their "dropped" and
     /// decode failures) this node dropped because its outbound queue was
     /// full ([`RemoteSettings::outbound_capacity`]): their askers get their

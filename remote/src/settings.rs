@@ -269,7 +269,11 @@ impl RemoteSettings {
     /// of each exposed name keeps (see
     /// [`reliable_max_producers`](Self::reliable_max_producers) and
     /// [`reliable_idle_timeout`](Self::reliable_idle_timeout)).
-    pub fn reliable_receiver(mut self, max_producers: usize, idle_timeout: Duration) -> RemoteSettings {
+    pub fn reliable_receiver(
+        mut self,
+        max_producers: usize,
+        idle_timeout: Duration,
+    ) -> RemoteSettings {
         self.reliable_max_producers = max_producers;
         self.reliable_idle_timeout = idle_timeout;
         self
@@ -317,7 +321,10 @@ impl RemoteSettings {
             ));
         }
         if self.reliable_max_producers == 0 {
-            return Err(invalid("remote.reliable-max-producers", "a positive integer"));
+            return Err(invalid(
+                "remote.reliable-max-producers",
+                "a positive integer",
+            ));
         }
         if self.reliable_idle_timeout <= self.reliable_resend_timeout {
             return Err(invalid(

@@ -206,3 +206,21 @@ fn credentials_and_tls_from_toml() {
     assert!(!format!("{s:?}").contains("fr0m-a-file"));
     connects_and_works(s);
 }
+
+/// Issue 33, item 10: TLS settings without `tls-required` connected in
+/// the clear to a server whose (unauthenticated) INFO did not ask for
+/// TLS. A CA or a client certificate means TLS: refused, saying why.
+#[test]
+fn a_ca_or_a_client_certificate_means_tls() {
+    require_nats!();
+    let server = NatsServer::start();
+    let pki = Pki::new();
+    let err = refused(settings(&server.url(), "p").tls_ca_file(&pki.ca));
+    assert!(matches!(err, ConnectError::Tls { .. }), "{err:?}");
+    let err =
+        refused(settings(&server.url(), "q").tls_client_cert(&pki.client_cert, &pki.client_key));
+    assert!(matches!(err, ConnectError::Tls { .. }), "{err:?}");
+    eprintln!("refused: {err}");
+    // Without either, the same server is fine in the clear.
+    connects_and_works(settings(&server.url(), "r"));
+}

@@ -3,6 +3,7 @@
 #![allow(dead_code, unreachable_pub)]
 
 pub mod pki;
+pub mod raw;
 pub mod shop;
 
 use std::io::{BufRead, BufReader};
