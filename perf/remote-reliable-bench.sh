@@ -10,7 +10,9 @@
 #                  window by hand), the same asks
 #   plain+key      plain, every message signed (cluster key)
 #   reliable+key   reliable, signed
-#   base           plain, built from BASE (a commit before issue 25), if set
+#   base           plain, built from BASE (a commit before issue 25), if set;
+#                  base-reliable, base-plain+key, base-reliable+key (with
+#                  CONFIGS): the other configurations on BASE
 #   jetstream      with JETSTREAM=1: the other candidate, NATS JetStream
 #                  (perf/jetstream-peer: a file-backed stream, publish acks,
 #                  a pull consumer's cumulative acks; "ask" is a publish and
@@ -109,7 +111,7 @@ one() {
         *key*) env+=("BENCH_CLUSTER_KEY=$KEY") ;;
     esac
     case $config in
-        reliable*) env+=("BENCH_RELIABLE=1"); window=0 ;;
+        *reliable*) env+=("BENCH_RELIABLE=1"); window=0 ;;
     esac
     env "${env[@]}" "$bin" receiver "$url" >"$OUT/reliable-bench.$config.receiver.txt" 2>&1 &
     recv_pid=$!
@@ -135,7 +137,7 @@ for round in $(seq "$ROUNDS"); do
     echo "== round $round"
     for c in "${configs[@]}"; do
         case $c in
-            base) one base "$base_bench" ;;
+            base*) one "$c" "$base_bench" ;;
             jetstream) one jetstream "$js_bench" ;;
             *) one "$c" "$bench" ;;
         esac

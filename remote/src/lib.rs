@@ -22,7 +22,7 @@
 //! | `C.actor.<name>.r` | reliable delivery's messages to it ([`ReliableRef`]), confirmed to the sender's `C.reply.<node>.<token>.ack` |
 //! | `C.where.<name>` | answered by the node exposing `<name>` (watches find the node with it) |
 //! | `C.node.<node>.join` / `.hb` / `.leave` | a node's arrival, heartbeat, and departure |
-//! | `C.node.<node>.terminated.<name>` | published when an exposed actor terminates or its node leaves |
+//! | `C.node.<node>.terminated.<name>` | published when an exposed actor terminates (a node that leaves sends its leave instead) |
 //! | `C.reply.<node>.<token>.<id>` | replies to this node's asks (`<token>`: 128 random bits, never published; `<id>`: random) |
 //!
 //! Every subject a node publishes on names it (`C.node.<node>.>`) or is
@@ -40,7 +40,13 @@
 //! verify: a NATS client without the key cannot forge a leave, a
 //! heartbeat, a terminated notice, a reply or a message to an actor;
 //! what does not verify, or replays an old notice, is dropped and counted
-//! ([`Remote::rejected_messages`]).
+//! ([`Remote::rejected_messages`]). So is, key or no key, a message
+//! carrying a NATS status anywhere but where the server sends one (its
+//! "no responders" on a node's own reply subject), and one whose header
+//! block does not parse: such a message disconnects no node (the NATS
+//! client in this workspace is patched for it, `third_party/async-nats`;
+//! an application that depends on this crate from crates.io adds the same
+//! `[patch.crates-io]`, see the README).
 //!
 //! With the cargo feature `metrics`, each node adds its counters to its
 //! system's `ActorSystem::publish_metrics` (the `metrics` facade, label
@@ -111,9 +117,14 @@
 //! watchers their Terminated `failure_detector_timeout` after the last
 //! heartbeat they heard from it, so within the timeout of its death (the
 //! watching node arms a timer per watched node at last-heard + timeout;
-//! it does not wait for a tick of its own). A node restarted under
-//! the same name is a new incarnation: the watches of the old one fire as
-//! soon as the new one is heard from.
+//! it does not wait for a tick of its own). A node that leaves in order
+//! ([`Remote::add_to_coordinated_shutdown`]) gives them `NodeLeft`. A node
+//! restarted under the same name is a new incarnation: the watches of the
+//! old one fire as soon as the new one is heard from.
+//!
+//! One node exposes a name with [`Remote::expose`] at a time: an expose of
+//! a name a live node exposes fails with [`RemoteError::ExposedElsewhere`]
+//! ([`Remote::expose_group`] shares a name on purpose).
 //!
 //! # Runtime
 //!
