@@ -401,3 +401,83 @@ fn a_node_restarted_under_the_same_name_is_another_incarnation() {
     drop(w);
     assert!(sys.terminate().wait_timeout(GUARD).is_some());
 }
+
+/// Issue 33, item 3: a signed terminated notice recorded from a node that
+/// is gone, replayed while a watch's where-request is out (the attacker
+/// sees the request), fired the watch (`Stopped`) of a live actor on
+/// another node, and was not counted. The node that holds the name now
+/// runs in its own process, stopped (SIGSTOP) while the where-request
+/// waits for its answer, so the replay comes in between every time. A
+/// notice of an incarnation that has left is a replay: dropped and
+/// counted; and a watch not yet located takes a terminated notice only
+/// from the node and incarnation that answers it.
+#[test]
+fn a_replayed_notice_of_a_departed_node_fires_no_watch() {
+    require_nats!();
+    use support::raw::RawNats;
+    use support::{Cmd, Counter};
+    const KEY: &str = "the test cluster's key: 32 bytes or more";
+    let server = NatsServer::start();
+    let settings = |node: &str| {
+        RemoteSettings::new(server.url(), "p", node)
+            .failure_detector(Duration::from_millis(100), Duration::from_secs(60))
+            .cluster_key(KEY)
+    };
+    let sys_b = system("b");
+    let b = Remote::connect(&sys_b, settings("b")).expect("connect b");
+    // x exposes the name, its actor stops (the attacker records the
+    // notice), and x leaves in order (b hears the leave).
+    let mut raw = RawNats::connect(server.port, "");
+    raw.subscribe("p.node.x.>");
+    let sys_x = system("x");
+    let x = Remote::connect(&sys_x, settings("x")).expect("connect x");
+    x.add_to_coordinated_shutdown().expect("cs");
+    let old = sys_x.spawn(Counter::props("x"), "c").expect("spawn");
+    x.expose(&old, "counter-y").expect("expose");
+    old.tell(Cmd::Stop);
+    let recorded = loop {
+        let m = raw.next();
+        if m.subject == "p.node.x.terminated.counter-y" {
+            break m;
+        }
+    };
+    assert!(sys_x.terminate().wait_timeout(GUARD).is_some());
+    drop(x);
+    loop {
+        if raw.next().subject == "p.node.x.leave" {
+            break;
+        }
+    }
+    // y (a process) exposes `counter-y`; stopped, it cannot answer.
+    let dir = support::TempDir::new("replay");
+    let config = dir.write(
+        "y.toml",
+        format!(
+            "[remote]\nservers = [\"{}\"]\ncluster = \"p\"\nnode = \"y\"\n\
+             cluster-key = \"{KEY}\"\n",
+            server.url()
+        ),
+    );
+    let y = Node::start_with_config(&config);
+    raw.subscribe("p.where.counter-y");
+    y.signal(libc::SIGSTOP);
+    let rejected = b.rejected_messages();
+    let probe = TestProbe::<RemoteTerminated>::new(&sys_b);
+    b.watch("counter-y", &probe.actor_ref(), |t| t)
+        .expect("watch");
+    // The where-request is out (to y, stopped, and the attacker): replay.
+    assert_eq!(raw.next().subject, "p.where.counter-y");
+    raw.publish(&recorded.subject, &recorded.payload);
+    raw.flush();
+    support::eventually("b drops the replay", || b.rejected_messages() > rejected);
+    probe.expect_no_msg(Duration::from_millis(200));
+    // y answers once it runs again: the watch is located on it, and y's
+    // counter answers.
+    y.signal(libc::SIGCONT);
+    let far = b.actor_ref::<NodeCmd>("counter-y").expect("ref");
+    assert!(far.ask(NodeCmd::Get, GUARD).wait().is_ok());
+    probe.expect_no_msg(Duration::from_millis(200));
+    assert_eq!(b.rejected_messages(), rejected + 1);
+    drop((y, b));
+    assert!(sys_b.terminate().wait_timeout(GUARD).is_some());
+}

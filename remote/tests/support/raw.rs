@@ -113,6 +113,12 @@ impl RawNats {
         }
     }
 
+    /// Every message delivered so far: after a [`flush`](Self::flush),
+    /// all the server had for this client when it answered the PING.
+    pub fn take_delivered(&mut self) -> Vec<RawMsg> {
+        self.held.drain(..).collect()
+    }
+
     /// The next message delivered to this client's subscriptions.
     pub fn next(&mut self) -> RawMsg {
         if let Some(m) = self.held.pop_front() {
