@@ -33,7 +33,7 @@ use {
 
 use bytes::{Buf, Bytes, BytesMut};
 use tokio::io::{self, AsyncRead, AsyncReadExt, AsyncWrite};
-use tracing::trace;
+use tracing::{debug, trace};
 
 use crate::header::{HeaderMap, HeaderName, IntoHeaderValue};
 use crate::status::StatusCode;
@@ -331,68 +331,29 @@ impl Connection {
             let payload = self.read_buf.split_to(total_len - header_len).freeze();
             self.read_buf.advance(2);
 
-            let mut lines = std::str::from_utf8(&header)
-                .map_err(|_| {
-                    io::Error::new(io::ErrorKind::InvalidInput, "header isn't valid utf-8")
-                })?
-                .lines()
-                .peekable();
-            let version_line = lines.next().ok_or_else(|| {
-                io::Error::new(io::ErrorKind::InvalidInput, "no header version line found")
-            })?;
-
-            let version_line_suffix = version_line
-                .strip_prefix("NATS/1.0")
-                .map(str::trim)
-                .ok_or_else(|| {
-                    io::Error::new(
-                        io::ErrorKind::InvalidInput,
-                        "header version line does not begin with `NATS/1.0`",
+            // proscenium patch (PATCH.md, A): the frame is consumed above, so the
+            // stream stays in sync whatever the header block holds; one that does
+            // not parse (any publisher can write one) is delivered without its
+            // headers, marked by a description without a status, instead of
+            // failing the read and with it the connection of every subscriber.
+            let (headers, status, description) = match Self::parse_header_block(&header) {
+                Ok((headers, status, description)) => (Some(headers), status, description),
+                Err(reason) => {
+                    // The reason only: never the header's contents.
+                    debug!(
+                        sid = %sid,
+                        subject = %subject,
+                        header_len = %header_len,
+                        reason,
+                        "HMSG with a malformed header block: delivered without headers"
+                    );
+                    (
+                        None,
+                        None,
+                        Some(format!("malformed header block: {reason}")),
                     )
-                })?;
-
-            let (status, description) = version_line_suffix
-                .split_once(' ')
-                .map(|(status, description)| (status.trim(), description.trim()))
-                .unwrap_or((version_line_suffix, ""));
-            let status = if !status.is_empty() {
-                Some(
-                    status
-                        .parse::<StatusCode>()
-                        .map_err(|_| std::io::Error::other("could not parse status parameter"))?,
-                )
-            } else {
-                None
-            };
-            let description = if !description.is_empty() {
-                Some(description.to_owned())
-            } else {
-                None
-            };
-
-            let mut headers = HeaderMap::new();
-            while let Some(line) = lines.next() {
-                if line.is_empty() {
-                    continue;
                 }
-
-                let (name, value) = line.split_once(':').ok_or_else(|| {
-                    io::Error::new(io::ErrorKind::InvalidInput, "no header version line found")
-                })?;
-
-                let name = HeaderName::from_str(name)
-                    .map_err(|err| io::Error::new(io::ErrorKind::InvalidInput, err))?;
-
-                // Read the header value, which might have been split into multiple lines
-                // `trim_start` and `trim_end` do the same job as doing `value.trim().to_owned()` at the end, but without a reallocation
-                let mut value = value.trim_start().to_owned();
-                while let Some(v) = lines.next_if(|s| s.starts_with(char::is_whitespace)) {
-                    value.push_str(v);
-                }
-                value.truncate(value.trim_end().len());
-
-                headers.append(name, value.into_header_value());
-            }
+            };
 
             trace!(
                 subject = %subject,
@@ -410,7 +371,7 @@ impl Connection {
                 sid,
                 reply,
                 subject,
-                headers: Some(headers),
+                headers,
                 payload,
                 status,
                 description,
@@ -427,6 +388,68 @@ impl Connection {
             io::ErrorKind::InvalidInput,
             format!("invalid server operation: '{line}'"),
         ))
+    }
+
+    /// The header block of an HMSG: its headers, status and description, or
+    /// why it does not parse (a fixed text, none of the block's contents).
+    /// proscenium patch (PATCH.md, A): upstream's parsing, moved out of
+    /// `try_read_op` unchanged but for its errors.
+    #[allow(clippy::type_complexity)]
+    fn parse_header_block(
+        header: &[u8],
+    ) -> Result<(HeaderMap, Option<StatusCode>, Option<String>), &'static str> {
+        let mut lines = std::str::from_utf8(header)
+            .map_err(|_| "header isn't valid utf-8")?
+            .lines()
+            .peekable();
+        let version_line = lines.next().ok_or("no header version line found")?;
+
+        let version_line_suffix = version_line
+            .strip_prefix("NATS/1.0")
+            .map(str::trim)
+            .ok_or("header version line does not begin with `NATS/1.0`")?;
+
+        let (status, description) = version_line_suffix
+            .split_once(' ')
+            .map(|(status, description)| (status.trim(), description.trim()))
+            .unwrap_or((version_line_suffix, ""));
+        let status = if !status.is_empty() {
+            Some(
+                status
+                    .parse::<StatusCode>()
+                    .map_err(|_| "could not parse status parameter")?,
+            )
+        } else {
+            None
+        };
+        let description = if !description.is_empty() {
+            Some(description.to_owned())
+        } else {
+            None
+        };
+
+        let mut headers = HeaderMap::new();
+        while let Some(line) = lines.next() {
+            if line.is_empty() {
+                continue;
+            }
+
+            let (name, value) = line.split_once(':').ok_or("header line without a colon")?;
+
+            let name = HeaderName::from_str(name).map_err(|_| "invalid header name")?;
+
+            // Read the header value, which might have been split into multiple lines
+            // `trim_start` and `trim_end` do the same job as doing `value.trim().to_owned()` at the end, but without a reallocation
+            let mut value = value.trim_start().to_owned();
+            while let Some(v) = lines.next_if(|s| s.starts_with(char::is_whitespace)) {
+                value.push_str(v);
+            }
+            value.truncate(value.trim_end().len());
+
+            headers.append(name, value.into_header_value());
+        }
+
+        Ok((headers, status, description))
     }
 
     pub(crate) fn read_op(&mut self) -> impl Future<Output = io::Result<Option<ServerOp>>> + '_ {
