@@ -1,20 +1,24 @@
-//! The fixes of the vendored NATS client (third_party/async-nats,
+//! The two fixes of the vendored NATS client (third_party/async-nats,
 //! PATCH.md there), tested on `async_nats` itself against a fake NATS server
 //! written here over std's TCP on 127.0.0.1 (no nats-server needed), which
 //! sends the frames a real server would relay from any publisher:
 //!
 //! - A: an HMSG whose header block does not parse is delivered as a marked
 //!   message (no headers, no status, a description "malformed header block:
-//!   <reason>", payload intact) instead of disconnecting the client.
+//!   <reason>", payload intact) instead of disconnecting the client;
+//! - B: `ConnectOptions::subscription_capacity_bytes` bounds the bytes
+//!   waiting in a subscription's buffer; what would pass it is dropped as a
+//!   slow consumer's message is.
 //!
-//! It fails on the published async-nats 0.51.0 with a disconnection (the
-//! marked message never arrives).
+//! Both fail on the published async-nats 0.51.0: A with a disconnection
+//! (the marked message never arrives), B does not compile there (the option
+//! does not exist) and, without the option, every message is queued.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_nats::{Client, ConnectOptions, Event, Message, Subscriber};
 use futures_util::StreamExt;
@@ -219,6 +223,19 @@ fn next(rt: &Runtime, subscriber: &mut Subscriber, events: &Mutex<Vec<Event>>) -
     }
 }
 
+/// Every message already in the subscriber's buffer (after a
+/// [`Connection::barrier`], what the client took is there).
+fn drain(rt: &Runtime, subscriber: &mut Subscriber) -> Vec<Message> {
+    let mut messages = Vec::new();
+    // The timer is made inside the runtime (`block_on`'s future).
+    while let Ok(Some(message)) = rt.block_on(async {
+        tokio::time::timeout(Duration::from_millis(200), subscriber.next()).await
+    }) {
+        messages.push(message);
+    }
+    messages
+}
+
 fn disconnections(events: &Mutex<Vec<Event>>) -> usize {
     events
         .lock()
@@ -226,6 +243,25 @@ fn disconnections(events: &Mutex<Vec<Event>>) -> usize {
         .iter()
         .filter(|e| **e == Event::Disconnected)
         .count()
+}
+
+/// Waits (up to the guard) until `n` slow-consumer events for `sid` have come
+/// through the callback (delivered by a task of their own), and returns
+/// their count.
+fn slow_consumer_events(events: &Mutex<Vec<Event>>, sid: u64, n: usize) -> usize {
+    let deadline = Instant::now() + GUARD;
+    loop {
+        let count = events
+            .lock()
+            .expect("the events' lock")
+            .iter()
+            .filter(|e| **e == Event::SlowConsumer(sid))
+            .count();
+        if count >= n || Instant::now() > deadline {
+            return count;
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// Header blocks that do not parse, any publisher's to write (`HPUB` relays
@@ -350,4 +386,112 @@ fn malformed_header_block_is_delivered_marked_without_disconnecting() {
         client.connection_state(),
         async_nats::connection::State::Connected
     );
+}
+
+/// The bound of [`subscription_capacity_bytes`] in the test below.
+const BOUND: usize = 64 * 1024;
+/// The payload of each message of the flood.
+const PAYLOAD: usize = 16 * 1024;
+/// How many messages a flood sends.
+const FLOOD: usize = 40;
+
+/// One flood of `FLOOD` messages of `PAYLOAD` bytes at a subscriber that
+/// does not read, then its buffer drained: fewer come than were sent, their
+/// bytes within the bound, a slow-consumer event per dropped one.
+fn flood(
+    rt: &Runtime,
+    conn: &Connection,
+    events: &Mutex<Vec<Event>>,
+    subscriber: &mut Subscriber,
+    subject: &str,
+    sid: u64,
+    slow_before: usize,
+) -> usize {
+    let payload = vec![b'x'; PAYLOAD];
+    for _ in 0..FLOOD {
+        conn.send(&msg(subject, sid, &payload));
+    }
+    conn.barrier();
+    let received = drain(rt, subscriber);
+    let bytes: usize = received.iter().map(|m| m.length).sum();
+    assert!(
+        received.len() < FLOOD,
+        "{subject}: {} of {FLOOD} messages of {PAYLOAD} bytes queued: the byte bound \
+         ({BOUND}) did not hold",
+        received.len()
+    );
+    assert!(
+        !received.is_empty(),
+        "{subject}: the first message is taken"
+    );
+    assert!(
+        bytes <= BOUND,
+        "{subject}: {bytes} bytes queued, above {BOUND}"
+    );
+    // Exactly as many as fit: each message counts its subject and payload.
+    let one = subject.len() + PAYLOAD;
+    assert_eq!(received.len(), BOUND / one, "{subject}: as many as fit");
+    let dropped = FLOOD - received.len();
+    assert_eq!(
+        slow_consumer_events(events, sid, slow_before + dropped),
+        slow_before + dropped,
+        "{subject}: one slow-consumer event per dropped message"
+    );
+    received.len()
+}
+
+/// B: a subscriber that does not read holds at most the bound's bytes;
+/// the rest is dropped with `Event::SlowConsumer`; once read, its buffer
+/// takes new messages again. For `subscribe` and `queue_subscribe` both.
+#[test]
+fn subscription_capacity_bytes_bounds_queued_bytes() {
+    let rt = runtime();
+    let server = FakeServer::start();
+    let (client, events) = connect(
+        &rt,
+        &server,
+        ConnectOptions::new().subscription_capacity_bytes(BOUND),
+    );
+    let conn = server.accepted();
+    let mut plain = rt.block_on(client.subscribe("big")).expect("subscribe");
+    let plain_sid = conn.sid_of("big");
+    let mut queue = rt
+        .block_on(client.queue_subscribe("big.q", "workers".to_string()))
+        .expect("queue_subscribe");
+    let queue_sid = conn.sid_of("big.q");
+
+    for (subscriber, subject, sid) in [
+        (&mut plain, "big", plain_sid),
+        (&mut queue, "big.q", queue_sid),
+    ] {
+        let first = flood(&rt, &conn, &events, subscriber, subject, sid, 0);
+        // Read: the buffer is empty, and takes messages again, a small one
+        // at a time and a flood's worth as before.
+        conn.send(&msg(subject, sid, b"after"));
+        conn.barrier();
+        let after = next(&rt, subscriber, &events);
+        assert_eq!(
+            &after.payload[..],
+            b"after",
+            "{subject}: taken after reading"
+        );
+        let again = flood(&rt, &conn, &events, subscriber, subject, sid, FLOOD - first);
+        assert_eq!(
+            again, first,
+            "{subject}: the whole bound again after reading"
+        );
+    }
+
+    // A message larger than the bound still reaches an empty buffer.
+    let huge = vec![b'y'; 2 * BOUND];
+    conn.send(&msg("big", plain_sid, &huge));
+    conn.barrier();
+    let taken = next(&rt, &mut plain, &events);
+    assert_eq!(
+        taken.payload.len(),
+        huge.len(),
+        "one message into an empty buffer"
+    );
+
+    assert_eq!(disconnections(&events), 0, "events: {:?}", events.lock());
 }

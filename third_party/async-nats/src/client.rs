@@ -20,7 +20,7 @@ use crate::message::OutboundMessage;
 use crate::subject::ToSubject;
 use crate::ServerInfo;
 
-use super::{header::HeaderMap, status::StatusCode, Command, Message, Subscriber};
+use super::{header::HeaderMap, status::StatusCode, ByteBudget, Command, Message, Subscriber};
 use crate::error::Error;
 use bytes::Bytes;
 use futures_util::future::TryFutureExt;
@@ -96,6 +96,8 @@ pub struct Client {
     poll_sender: PollSender<Command>,
     next_subscription_id: Arc<AtomicU64>,
     subscription_capacity: usize,
+    /// proscenium patch (PATCH.md, B).
+    subscription_capacity_bytes: Option<usize>,
     inbox_prefix: Arc<str>,
     request_timeout: Option<Duration>,
     max_payload: Arc<AtomicUsize>,
@@ -238,6 +240,7 @@ impl Client {
         state: tokio::sync::watch::Receiver<State>,
         sender: mpsc::Sender<Command>,
         capacity: usize,
+        capacity_bytes: Option<usize>,
         inbox_prefix: String,
         request_timeout: Option<Duration>,
         max_payload: Arc<AtomicUsize>,
@@ -252,6 +255,7 @@ impl Client {
             poll_sender,
             next_subscription_id: Arc::new(AtomicU64::new(1)),
             subscription_capacity: capacity,
+            subscription_capacity_bytes: capacity_bytes,
             inbox_prefix: inbox_prefix.into(),
             request_timeout,
             max_payload,
@@ -804,6 +808,8 @@ impl Client {
 
         let sid = self.next_subscription_id.fetch_add(1, Ordering::Relaxed);
         let (sender, receiver) = mpsc::channel(self.subscription_capacity);
+        let byte_budget = self.subscription_capacity_bytes.map(ByteBudget::new);
+        let queued_bytes = byte_budget.as_ref().map(ByteBudget::queued);
 
         self.sender
             .send(Command::Subscribe {
@@ -811,10 +817,11 @@ impl Client {
                 subject,
                 queue_group: None,
                 sender,
+                byte_budget,
             })
             .await?;
 
-        Ok(Subscriber::new(sid, self.sender.clone(), receiver))
+        Ok(Subscriber::new(sid, self.sender.clone(), receiver).with_queued_bytes(queued_bytes))
     }
 
     /// Subscribes to a subject with a queue group to receive [messages][Message].
@@ -853,6 +860,8 @@ impl Client {
 
         let sid = self.next_subscription_id.fetch_add(1, Ordering::Relaxed);
         let (sender, receiver) = mpsc::channel(self.subscription_capacity);
+        let byte_budget = self.subscription_capacity_bytes.map(ByteBudget::new);
+        let queued_bytes = byte_budget.as_ref().map(ByteBudget::queued);
 
         self.sender
             .send(Command::Subscribe {
@@ -860,10 +869,11 @@ impl Client {
                 subject,
                 queue_group: Some(queue_group),
                 sender,
+                byte_budget,
             })
             .await?;
 
-        Ok(Subscriber::new(sid, self.sender.clone(), receiver))
+        Ok(Subscriber::new(sid, self.sender.clone(), receiver).with_queued_bytes(queued_bytes))
     }
 
     /// Flushes the internal buffer ensuring that all messages are sent.

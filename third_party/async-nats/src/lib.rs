@@ -397,6 +397,8 @@ pub(crate) enum Command {
         subject: Subject,
         queue_group: Option<String>,
         sender: mpsc::Sender<Message>,
+        /// proscenium patch (PATCH.md, B): `None` without a bound.
+        byte_budget: Option<ByteBudget>,
     },
     Unsubscribe {
         sid: u64,
@@ -448,6 +450,70 @@ struct Subscription {
     queue_group: Option<String>,
     delivered: u64,
     max: Option<u64>,
+    /// proscenium patch (PATCH.md, B): `None` without a bound.
+    byte_budget: Option<ByteBudget>,
+}
+
+/// proscenium patch (PATCH.md, B): the bytes ([`Message::length`]) waiting in
+/// one subscription's channel, and their bound
+/// ([`ConnectOptions::subscription_capacity_bytes`]). The connection handler
+/// adds a message's length before it sends it and takes it back if the send
+/// fails; the [`Subscriber`] subtracts it when it hands the message out.
+///
+/// Every access is `Relaxed`: the counter guards no other memory (a message's
+/// contents travel through the channel, which synchronizes them), and its own
+/// arithmetic needs no ordering beyond the counter's modification order. It
+/// never goes below zero: the handler's add is sequenced before its
+/// `try_send`, the channel's send synchronizes with the receive, and the
+/// receive is sequenced before the subscriber's subtract, so the add happens
+/// before the subtract and precedes it in the modification order (write-write
+/// coherence). The handler's check may read a value from before some of the
+/// subscriber's latest subtractions (a stale, larger value), which can only
+/// drop a message that would just have fit, as a channel seen full a moment
+/// before it is drained does.
+#[derive(Debug, Clone)]
+pub(crate) struct ByteBudget {
+    queued: Arc<AtomicUsize>,
+    limit: usize,
+}
+
+impl ByteBudget {
+    pub(crate) fn new(limit: usize) -> ByteBudget {
+        ByteBudget {
+            queued: Arc::new(AtomicUsize::new(0)),
+            limit,
+        }
+    }
+
+    /// The counter, shared with the [`Subscriber`].
+    pub(crate) fn queued(&self) -> Arc<AtomicUsize> {
+        self.queued.clone()
+    }
+
+    /// Counts `length` in, unless it would take the queued bytes past the
+    /// limit while at least one message is queued (every message's length is
+    /// at least its subject's, so a message queued means a count above zero);
+    /// a message into an empty buffer is always taken.
+    fn try_reserve(&self, length: usize) -> bool {
+        // Relaxed: only this handler adds, so it reads at least its own
+        // adds; see the type's documentation for the subscriber's subtracts.
+        let queued = self.queued.load(Ordering::Relaxed);
+        if queued != 0 && queued.saturating_add(length) > self.limit {
+            return false;
+        }
+        // Relaxed: sequenced before the channel's send, which orders it
+        // before the subscriber's subtract (see the type's documentation).
+        self.queued.fetch_add(length, Ordering::Relaxed);
+        true
+    }
+
+    /// Takes back what [`Self::try_reserve`] counted, for a message the
+    /// channel refused (it never reaches the subscriber).
+    fn release(&self, length: usize) {
+        // Relaxed: after this handler's own add of the same length (program
+        // order); the message was never sent, so no subtract of it exists.
+        self.queued.fetch_sub(length, Ordering::Relaxed);
+    }
 }
 
 #[derive(Debug)]
@@ -751,9 +817,28 @@ impl ConnectionHandler {
                         length,
                     };
 
+                    // proscenium patch (PATCH.md, B): past the byte bound, the
+                    // message is handled as if the channel were full.
+                    if let Some(budget) = subscription.byte_budget.as_ref() {
+                        if !budget.try_reserve(length) {
+                            debug!("slow consumer detected for subscription {} (bytes)", sid);
+                            self.connector
+                                .events_tx
+                                .try_send(Event::SlowConsumer(sid))
+                                .ok();
+                            return;
+                        }
+                    }
+
                     // if the channel for subscription was dropped, remove the
                     // subscription from the map and unsubscribe.
-                    match subscription.sender.try_send(message) {
+                    let sent = subscription.sender.try_send(message);
+                    if sent.is_err() {
+                        if let Some(budget) = subscription.byte_budget.as_ref() {
+                            budget.release(length);
+                        }
+                    }
+                    match sent {
                         Ok(_) => {
                             subscription.delivered += 1;
                             // if this `Subscription` has set `max` value, check if it
@@ -869,6 +954,7 @@ impl ConnectionHandler {
                 subject,
                 queue_group,
                 sender,
+                byte_budget,
             } => {
                 let subscription = Subscription {
                     sender,
@@ -876,6 +962,7 @@ impl ConnectionHandler {
                     max: None,
                     subject: subject.to_owned(),
                     queue_group: queue_group.to_owned(),
+                    byte_budget,
                 };
 
                 self.subscriptions.insert(sid, subscription);
@@ -1093,6 +1180,7 @@ pub async fn connect_with_options<A: ToServerAddrs>(
         state_rx,
         sender,
         options.subscription_capacity,
+        options.subscription_capacity_bytes,
         options.inbox_prefix,
         options.request_timeout,
         max_payload,
@@ -1297,6 +1385,9 @@ pub struct Subscriber {
     sid: u64,
     receiver: mpsc::Receiver<Message>,
     sender: mpsc::Sender<Command>,
+    /// proscenium patch (PATCH.md, B): the bytes queued for this subscriber
+    /// ([`ByteBudget`]), `None` without a bound.
+    queued_bytes: Option<Arc<AtomicUsize>>,
 }
 
 impl Subscriber {
@@ -1309,7 +1400,28 @@ impl Subscriber {
             sid,
             sender,
             receiver,
+            queued_bytes: None,
         }
+    }
+
+    /// proscenium patch (PATCH.md, B): the counter this subscriber's messages
+    /// leave when it hands them out.
+    pub(crate) fn with_queued_bytes(mut self, queued_bytes: Option<Arc<AtomicUsize>>) -> Self {
+        self.queued_bytes = queued_bytes;
+        self
+    }
+
+    /// proscenium patch (PATCH.md, B): the receive every reader of the channel
+    /// goes through (the `Stream` and JetStream's consumers), so that each
+    /// message handed out leaves the queued bytes.
+    pub(crate) fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<Message>> {
+        let polled = self.receiver.poll_recv(cx);
+        if let (Poll::Ready(Some(message)), Some(queued)) = (&polled, &self.queued_bytes) {
+            // Relaxed: the handler's add of this length happens before this
+            // subtract (through the channel), see `ByteBudget`.
+            queued.fetch_sub(message.length, Ordering::Relaxed);
+        }
+        polled
     }
 
     /// Unsubscribes from subscription, draining all remaining messages.
@@ -1466,7 +1578,7 @@ impl Stream for Subscriber {
     type Item = Message;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        self.receiver.poll_recv(cx)
+        self.poll_recv(cx)
     }
 }
 

@@ -57,6 +57,8 @@ pub struct ConnectOptions {
     pub(crate) tls_client_config: Option<rustls::ClientConfig>,
     pub(crate) ping_interval: Duration,
     pub(crate) subscription_capacity: usize,
+    /// proscenium patch (PATCH.md, B): `None` is upstream's behaviour.
+    pub(crate) subscription_capacity_bytes: Option<usize>,
     pub(crate) sender_capacity: usize,
     pub(crate) event_callback: Option<CallbackArg1<Event, ()>>,
     pub(crate) inbox_prefix: String,
@@ -111,6 +113,7 @@ impl Default for ConnectOptions {
             ping_interval: Duration::from_secs(60),
             sender_capacity: 2048,
             subscription_capacity: 1024 * 64,
+            subscription_capacity_bytes: None,
             event_callback: None,
             inbox_prefix: "_INBOX".to_string(),
             request_timeout: Some(Duration::from_secs(10)),
@@ -646,6 +649,33 @@ impl ConnectOptions {
     /// ```
     pub fn subscription_capacity(mut self, capacity: usize) -> ConnectOptions {
         self.subscription_capacity = capacity;
+        self
+    }
+
+    /// Bounds the bytes waiting in each `Subscriber`'s buffer, counted as
+    /// [`Message::length`][crate::Message::length] (subject, reply, headers and
+    /// payload): a message that would take a subscription's queued bytes past
+    /// `bytes` is dropped and reported as `slow consumer`, exactly as one that
+    /// finds the buffer full of messages ([`Self::subscription_capacity`], which
+    /// still applies). A buffer that holds no message always takes the next one,
+    /// however large. A message counts from the moment it is queued until the
+    /// `Subscriber` hands it out. Default: no bound (upstream's behaviour).
+    ///
+    /// proscenium patch (PATCH.md, B): not in upstream async-nats.
+    ///
+    /// # Examples
+    /// ```no_run
+    /// # #[tokio::main]
+    /// # async fn main() -> Result<(), async_nats::ConnectError> {
+    /// async_nats::ConnectOptions::new()
+    ///     .subscription_capacity_bytes(64 * 1024 * 1024)
+    ///     .connect("demo.nats.io")
+    ///     .await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn subscription_capacity_bytes(mut self, bytes: usize) -> ConnectOptions {
+        self.subscription_capacity_bytes = Some(bytes);
         self
     }
 

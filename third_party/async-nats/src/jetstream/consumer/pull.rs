@@ -393,7 +393,7 @@ impl futures_util::Stream for Batch {
                 Poll::Pending => (),
             }
         }
-        match self.subscriber.receiver.poll_recv(cx) {
+        match self.subscriber.poll_recv(cx) {
             Poll::Ready(maybe_message) => match maybe_message {
                 Some(message) => match message.status.unwrap_or(StatusCode::OK) {
                     StatusCode::TIMEOUT => {
@@ -1205,7 +1205,7 @@ impl futures_util::Stream for Stream {
             }
 
             trace!("polling subscriber");
-            match self.subscriber.receiver.poll_recv(cx) {
+            match self.subscriber.poll_recv(cx) {
                 Poll::Ready(maybe_message) => {
                     self.heartbeat_timeout = None;
                     match maybe_message {
