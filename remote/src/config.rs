@@ -17,7 +17,9 @@ impl RemoteSettings {
     /// Reads the `[remote]` table of a TOML document: `servers` (an array
     /// of URLs, or one string), `cluster`, `node` (required),
     /// `heartbeat-interval`, `failure-detector-timeout`, `connect-timeout`,
-    /// `subscription-capacity` (a positive integer), `outbound-capacity`
+    /// `subscription-capacity` (a positive integer),
+    /// `subscription-capacity-bytes` (bytes; the `nats-patch` feature),
+    /// `outbound-capacity`
     /// (bytes: an integer or `"64 MiB"`), `reliable-window`,
     /// `reliable-resend-timeout`, `reliable-max-producers`,
     /// `reliable-idle-timeout` (durations as in every proscenium
@@ -92,6 +94,8 @@ struct RemoteSection {
     subscription_capacity: Option<usize>,
     #[serde(default, deserialize_with = "bytes")]
     outbound_capacity: Option<usize>,
+    #[serde(default, deserialize_with = "bytes")]
+    subscription_capacity_bytes: Option<usize>,
     #[serde(default, deserialize_with = "de::positive_integer")]
     reliable_window: Option<usize>,
     #[serde(default, deserialize_with = "duration")]
@@ -167,6 +171,7 @@ impl RemoteSection {
                 *field = value;
             }
         }
+        out.subscription_capacity_bytes = self.subscription_capacity_bytes;
         // A secret given both inline and in a file: the file's (as the
         // table walk read them, in key order).
         out.auth = AuthKeys {

@@ -197,6 +197,11 @@ impl Actor for Anchor {
 
 static ANCHORS: AtomicU64 = AtomicU64::new(0);
 
+/// What one subscription may hold by default, in bytes (the `nats-patch`
+/// feature; see `RemoteSettings::subscription_capacity_bytes`).
+#[cfg(feature = "nats-patch")]
+const DEFAULT_SUBSCRIPTION_BYTES: usize = 64 << 20;
+
 impl Remote {
     /// Connects this node to the cluster: validates the settings, starts
     /// the remote's runtime, connects to one of the NATS servers (within
@@ -321,6 +326,14 @@ impl Remote {
                     })?
                 }
             };
+            #[cfg(feature = "nats-patch")]
+            {
+                options = options.subscription_capacity_bytes(
+                    settings
+                        .subscription_capacity_bytes
+                        .unwrap_or(DEFAULT_SUBSCRIPTION_BYTES),
+                );
+            }
             let tls = &settings.tls;
             if let Some(ca) = &tls.ca_file {
                 options = options.add_root_certificates(ca.clone());

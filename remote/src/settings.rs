@@ -72,6 +72,15 @@ pub struct RemoteSettings {
     /// counts. The buffer grows as it fills, so a large value costs memory
     /// only while a backlog lasts.
     pub subscription_capacity: usize,
+    /// How many bytes of received messages one subscription (an exposed
+    /// name's messages, its reliable messages, the control notices) may
+    /// hold before the node has looked at them; past it the NATS client
+    /// drops what arrives, as past `subscription-capacity` (a slow
+    /// consumer, counted). `None` (the default): 64 MiB. Needs the
+    /// `nats-patch` feature (the NATS client this workspace patches,
+    /// third_party/async-nats/PATCH.md): without it, setting it is an
+    /// error, and only `subscription-capacity` bounds the buffers.
+    pub subscription_capacity_bytes: Option<usize>,
     /// How many bytes of user messages (tells, asks, replies) the node
     /// may hold on their way to the server (default 64 MiB). While the
     /// connection is down (or slower than the senders) they wait in this
@@ -130,6 +139,10 @@ impl fmt::Debug for RemoteSettings {
             .field("failure_detector_timeout", &self.failure_detector_timeout)
             .field("connect_timeout", &self.connect_timeout)
             .field("subscription_capacity", &self.subscription_capacity)
+            .field(
+                "subscription_capacity_bytes",
+                &self.subscription_capacity_bytes,
+            )
             .field("outbound_capacity", &self.outbound_capacity)
             .field("reliable_window", &self.reliable_window)
             .field("reliable_resend_timeout", &self.reliable_resend_timeout)
@@ -158,6 +171,7 @@ impl RemoteSettings {
             failure_detector_timeout: Duration::from_secs(5),
             connect_timeout: Duration::from_secs(5),
             subscription_capacity: 65_536,
+            subscription_capacity_bytes: None,
             outbound_capacity: 64 << 20,
             reliable_window: 8192,
             reliable_resend_timeout: Duration::from_secs(1),
@@ -250,6 +264,14 @@ impl RemoteSettings {
         self
     }
 
+    /// Sets how many bytes one subscription may hold (see
+    /// [`subscription_capacity_bytes`](Self::subscription_capacity_bytes);
+    /// needs the `nats-patch` feature).
+    pub fn subscription_capacity_bytes(mut self, bytes: usize) -> RemoteSettings {
+        self.subscription_capacity_bytes = Some(bytes);
+        self
+    }
+
     /// Sets how many bytes of user messages may wait for the server (see
     /// [`outbound_capacity`](Self::outbound_capacity)).
     pub fn outbound_capacity(mut self, bytes: usize) -> RemoteSettings {
@@ -310,6 +332,18 @@ impl RemoteSettings {
                 "remote.subscription-capacity",
                 "a positive integer",
             ));
+        }
+        match self.subscription_capacity_bytes {
+            Some(0) => return Err(invalid("remote.subscription-capacity-bytes", BYTES)),
+            Some(_) if !cfg!(feature = "nats-patch") => {
+                return Err(invalid(
+                    "remote.subscription-capacity-bytes",
+                    "no byte bound: it needs proscenium-remote's `nats-patch` feature (the \
+                     patched NATS client of third_party/async-nats); without it only \
+                     subscription-capacity bounds the buffers",
+                ))
+            }
+            _ => {}
         }
         if self.reliable_window == 0 {
             return Err(invalid("remote.reliable-window", "a positive integer"));
