@@ -104,3 +104,68 @@ fn the_example_server_config_lets_the_nodes_work_and_refuses_the_rest() {
     assert!(sys_a.terminate().wait_timeout(GUARD).is_some());
     assert!(sys_b.terminate().wait_timeout(GUARD).is_some());
 }
+
+/// Issue 33, item 2, with the example configuration: a header block that
+/// does not parse disconnected every node that read it, and the
+/// permissions cannot keep a node's own credentials off its own notices,
+/// which every node reads (`shop.node.>`). With node b's stolen
+/// credentials (TLS, its nkey), a client that writes any header block
+/// publishes malformed ones on b's notices and to an actor: every node
+/// drops and counts them and stays connected. The intruder of the account
+/// cannot publish them at all.
+#[test]
+fn a_malformed_header_block_with_a_nodes_credentials_disconnects_no_node() {
+    require_nats!();
+    use support::raw::RawNats;
+    let shop = shop();
+    let (sys_a, sys_b) = (system("a"), system("b"));
+    let a = Remote::connect(&sys_a, shop.settings("a")).expect("connect a");
+    let b = Remote::connect(&sys_b, shop.settings("b")).expect("connect b");
+    let counter = sys_a.spawn(Counter::props("a"), "counter").expect("spawn");
+    a.expose(&counter, "counter").expect("expose");
+    let far = b.actor_ref::<Cmd>("counter").expect("ref");
+    assert_eq!(far.ask(Cmd::Get, GUARD).wait(), Ok(0));
+    let raw = |user: &str| {
+        RawNats::connect_tls_nkey(
+            shop.server.port,
+            &shop.pki.ca,
+            &shop.pki.client_cert,
+            &shop.pki.client_key,
+            &shop.seeds[user],
+        )
+    };
+    let mut stolen = raw("b");
+    let n = 50;
+    for _ in 0..n {
+        stolen.hpub("shop.node.b.hb", None, "NATS/1.0 abc\r\n\r\n", b"x");
+        stolen.hpub(
+            "shop.actor.counter",
+            None,
+            "NATS/1.0\r\nno colon\r\n\r\n",
+            &[0, 9],
+        );
+    }
+    stolen.flush();
+    assert!(stolen.errors.is_empty(), "{:?}", stolen.errors);
+    support::eventually("a drops them", || a.rejected_messages() >= 2 * n);
+    support::eventually("b drops them", || b.rejected_messages() >= n);
+    assert_eq!((a.rejected_messages(), b.rejected_messages()), (2 * n, n));
+    assert_eq!((a.reconnects(), b.reconnects()), (0, 0));
+    assert_eq!(far.ask(Cmd::Get, GUARD).wait(), Ok(0));
+    // The intruder: refused by the server, nothing reaches the nodes.
+    let mut intruder = raw("intruder");
+    intruder.hpub("shop.node.a.hb", None, "NATS/1.0 abc\r\n\r\n", b"x");
+    intruder.flush();
+    assert!(
+        intruder.errors.iter().any(|e| e
+            .to_lowercase()
+            .contains("permissions violation for publish")),
+        "{:?}",
+        intruder.errors
+    );
+    assert_eq!(far.ask(Cmd::Get, GUARD).wait(), Ok(0));
+    assert_eq!((a.rejected_messages(), b.rejected_messages()), (2 * n, n));
+    drop((a, b));
+    assert!(sys_a.terminate().wait_timeout(GUARD).is_some());
+    assert!(sys_b.terminate().wait_timeout(GUARD).is_some());
+}

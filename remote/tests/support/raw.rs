@@ -6,6 +6,8 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
+use async_nats::rustls;
+
 use super::GUARD;
 
 /// A message as the server delivered it to [`RawNats`].
@@ -17,12 +19,32 @@ pub struct RawMsg {
     pub payload: Vec<u8>,
 }
 
+/// The connection: plain TCP, or TLS over it.
+trait Stream: Read + Write + Send {
+    fn set_timeout(&self, timeout: Duration);
+}
+
+impl Stream for TcpStream {
+    fn set_timeout(&self, timeout: Duration) {
+        self.set_read_timeout(Some(timeout)).expect("timeout");
+    }
+}
+
+type Tls = rustls::StreamOwned<rustls::ClientConnection, TcpStream>;
+
+impl Stream for Tls {
+    fn set_timeout(&self, timeout: Duration) {
+        self.sock.set_read_timeout(Some(timeout)).expect("timeout");
+    }
+}
+
 pub struct RawNats {
-    writer: TcpStream,
-    reader: BufReader<TcpStream>,
+    io: BufReader<Box<dyn Stream>>,
     next_sid: u64,
     /// Messages read while waiting for something else.
     held: std::collections::VecDeque<RawMsg>,
+    /// The server's `-ERR` lines (a permissions violation, say).
+    pub errors: Vec<String>,
 }
 
 impl RawNats {
@@ -32,14 +54,85 @@ impl RawNats {
     pub fn connect(port: u16, extra: &str) -> RawNats {
         let stream = TcpStream::connect(("127.0.0.1", port)).expect("raw connect");
         stream.set_read_timeout(Some(GUARD)).expect("timeout");
-        let mut raw = RawNats {
-            writer: stream.try_clone().expect("clone"),
-            reader: BufReader::new(stream),
-            next_sid: 1,
-            held: Default::default(),
-        };
+        let mut raw = RawNats::over(Box::new(stream));
         let info = raw.line();
         assert!(info.starts_with("INFO "), "{info}");
+        raw.hello(extra);
+        raw
+    }
+
+    /// Connects as a node of the example configuration would: TLS with a
+    /// client certificate (trusting `ca`), then the nkey `seed` signing
+    /// the server's nonce. A node's stolen credentials, in a client that
+    /// writes any header block.
+    pub fn connect_tls_nkey(
+        port: u16,
+        ca: &std::path::Path,
+        cert: &std::path::Path,
+        key: &std::path::Path,
+        seed: &str,
+    ) -> RawNats {
+        use rustls::pki_types::pem::PemObject;
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+        let tcp = TcpStream::connect(("127.0.0.1", port)).expect("raw connect");
+        tcp.set_read_timeout(Some(GUARD)).expect("timeout");
+        // INFO comes in the clear, before the handshake.
+        let mut info = Vec::new();
+        let mut byte = [0u8; 1];
+        while !info.ends_with(b"\r\n") {
+            (&tcp).read_exact(&mut byte).expect("INFO");
+            info.push(byte[0]);
+        }
+        let info = String::from_utf8(info).expect("INFO is text");
+        let nonce = info
+            .split("\"nonce\":\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .expect("a nonce in INFO");
+        let mut roots = rustls::RootCertStore::empty();
+        for c in CertificateDer::pem_file_iter(ca).expect("CA") {
+            roots.add(c.expect("a CA certificate")).expect("add CA");
+        }
+        let chain: Vec<_> = CertificateDer::pem_file_iter(cert)
+            .expect("certificate")
+            .map(|c| c.expect("a certificate"))
+            .collect();
+        let key = PrivateKeyDer::from_pem_file(key).expect("key");
+        let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .expect("TLS versions")
+            .with_root_certificates(roots)
+            .with_client_auth_cert(chain, key)
+            .expect("client certificate");
+        let name = ServerName::try_from("127.0.0.1").expect("a server name");
+        let conn =
+            rustls::ClientConnection::new(std::sync::Arc::new(config), name).expect("TLS client");
+        let tls: Tls = rustls::StreamOwned::new(conn, tcp);
+        let mut raw = RawNats::over(Box::new(tls));
+        let kp = nkeys::KeyPair::from_seed(seed).expect("an nkey seed");
+        let sig = kp.sign(nonce.as_bytes()).expect("signed");
+        use base64::Engine;
+        let sig = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sig);
+        raw.hello(&format!(
+            "\"nkey\":\"{}\",\"sig\":\"{sig}\",\"tls_required\":true",
+            kp.public_key()
+        ));
+        raw
+    }
+
+    fn over(stream: Box<dyn Stream>) -> RawNats {
+        RawNats {
+            io: BufReader::new(stream),
+            next_sid: 1,
+            held: Default::default(),
+            errors: Vec::new(),
+        }
+    }
+
+    /// CONNECT (with `extra` fields) and a PING answered.
+    fn hello(&mut self, extra: &str) {
+        let raw = self;
         let sep = if extra.is_empty() { "" } else { "," };
         raw.send(
             format!(
@@ -49,16 +142,17 @@ impl RawNats {
             .as_bytes(),
         );
         raw.flush();
-        raw
     }
 
     fn send(&mut self, bytes: &[u8]) {
-        self.writer.write_all(bytes).expect("raw write");
+        let io = self.io.get_mut();
+        io.write_all(bytes).expect("raw write");
+        io.flush().expect("raw flush");
     }
 
     fn line(&mut self) -> String {
         let mut line = String::new();
-        self.reader.read_line(&mut line).expect("raw read");
+        self.io.read_line(&mut line).expect("raw read");
         assert!(!line.is_empty(), "the server closed the raw connection");
         line.trim_end().to_owned()
     }
@@ -141,7 +235,8 @@ impl RawNats {
             return Op::Other;
         }
         if line.starts_with("-ERR") {
-            panic!("the server refused the raw client: {line}");
+            self.errors.push(line);
+            return Op::Other;
         }
         let (headers, args) = if let Some(rest) = line.strip_prefix("HMSG ") {
             (true, rest)
@@ -160,7 +255,7 @@ impl RawNats {
             _ => panic!("a message line the raw client does not know: {line}"),
         };
         let mut body = vec![0; total + 2];
-        self.reader.read_exact(&mut body).expect("a message body");
+        self.io.read_exact(&mut body).expect("a message body");
         body.truncate(total);
         let payload = body.split_off(hlen);
         Op::Msg(RawMsg {
@@ -174,13 +269,10 @@ impl RawNats {
     /// Waits up to `within` for the server to close this connection
     /// (`true`) — a permissions violation, say.
     pub fn closed_within(&mut self, within: Duration) -> bool {
-        self.reader
-            .get_ref()
-            .set_read_timeout(Some(within))
-            .expect("timeout");
+        self.io.get_ref().set_timeout(within);
         let mut buf = [0u8; 4096];
         loop {
-            match self.reader.read(&mut buf) {
+            match self.io.read(&mut buf) {
                 Ok(0) => return true,
                 Ok(_) => continue,
                 Err(_) => return false,
