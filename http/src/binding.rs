@@ -90,6 +90,20 @@ impl ServerSettings {
     /// not read, that makes no progress for this long closes the
     /// connection too (a body cut short is answered 408 first).
     /// `Duration::MAX`: never.
+    ///
+    /// On HTTP/2 the timeout runs while no request is in the server's
+    /// hands: no stream is open, or every open one waits on the client
+    /// (its response waits for the client's flow-control window, or for a
+    /// socket the client does not read). It starts over whenever the
+    /// client accepts response content (a DATA frame's payload is
+    /// written); control frames (PING, SETTINGS, WINDOW_UPDATE) do not
+    /// count. At its end the connection is sent GOAWAY, and
+    /// it is closed after one more idle timeout without progress (or as
+    /// soon as the client has seen the GOAWAY and no stream is left);
+    /// the responses still waiting are dropped with it. A handler still
+    /// running, or a streamed response body that has nothing to send yet,
+    /// keeps the timeout from running (the request timeout and a
+    /// termination's hard deadline bound those).
     pub fn idle_timeout(mut self, timeout: Duration) -> ServerSettings {
         self.idle_timeout = timeout;
         self
@@ -100,6 +114,11 @@ impl ServerSettings {
     /// connection); beyond it the answer is 408 and the connection closes.
     /// Akka has no such setting (its idle timeout is reset by each byte).
     /// Default 30 s; `Duration::MAX`: never.
+    ///
+    /// On HTTP/2 it bounds each request's header block, from its HEADERS
+    /// frame's header to the end of the frame that ends the block: beyond
+    /// it, the stream not being open yet, the connection is sent GOAWAY
+    /// and closed (without a 408).
     pub fn header_read_timeout(mut self, timeout: Duration) -> ServerSettings {
         self.header_read_timeout = timeout;
         self
@@ -133,6 +152,14 @@ impl ServerSettings {
     ///
     /// `Duration::ZERO`: no lingering (close at once); `Duration::MAX`:
     /// linger until the client closes.
+    ///
+    /// On HTTP/2 the connection lingers after hyper has closed it (the
+    /// client saw the GOAWAY, or sent a protocol error); there the
+    /// lingering also ends once the client has sent nothing for 2 s (or
+    /// for the idle timeout if shorter): what it sent before it saw the
+    /// GOAWAY has arrived by then, and a client that keeps its socket open
+    /// and silent does not hold the connection for the whole linger
+    /// timeout.
     pub fn linger_timeout(mut self, timeout: Duration) -> ServerSettings {
         self.linger_timeout = timeout;
         self

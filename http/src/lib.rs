@@ -30,7 +30,10 @@
 //! workers (hyper's runtime traits on the scheduler; no tokio runtime),
 //! with the same handler, limits, timeouts, counters and termination
 //! (GOAWAY, then the streams in flight finish or get the deadline
-//! response). HTTP/1.1 stays on this crate's own protocol layer
+//! response). A client cannot hold an HTTP/2 connection with a window it
+//! never opens (the idle timeout runs while every stream waits on it) or
+//! a head it trickles (the header read timeout). HTTP/1.1 stays on
+//! this crate's own protocol layer
 //! (docs/decisions/0029-http-2-and-tls.md says why).
 //!
 //! **HTTPS** (feature `tls`): `ServerSettings::tls` with a `Tls`
@@ -138,6 +141,8 @@ mod config;
 mod connection;
 mod date;
 mod feed;
+#[cfg(feature = "http2")]
+mod frames;
 #[cfg(feature = "http2")]
 mod http2;
 #[cfg(feature = "http2")]
