@@ -35,6 +35,8 @@ pub(crate) type Handler = Arc<
 pub struct ServerSettings {
     pub(crate) max_head_bytes: usize,
     pub(crate) max_body_bytes: usize,
+    /// `None`: twice `max_body_bytes` (see [`ServerSettings::body_budget`]).
+    pub(crate) max_body_bytes_per_connection: Option<usize>,
     pub(crate) idle_timeout: Duration,
     pub(crate) header_read_timeout: Duration,
     pub(crate) max_connections: usize,
@@ -53,6 +55,7 @@ impl Default for ServerSettings {
         ServerSettings {
             max_head_bytes: 16 * 1024,
             max_body_bytes: 8 * 1024 * 1024,
+            max_body_bytes_per_connection: None,
             idle_timeout: Duration::from_secs(60),
             header_read_timeout: Duration::from_secs(30),
             max_connections: 1024,
@@ -81,6 +84,40 @@ impl ServerSettings {
     pub fn max_body_bytes(mut self, bytes: usize) -> ServerSettings {
         self.max_body_bytes = bytes;
         self
+    }
+
+    /// The most bytes of request bodies read whole that one connection
+    /// holds at once. An HTTP/1.1 connection reads one request at a time,
+    /// so `max_body_bytes` bounds it; an HTTP/2 connection reads up to 256
+    /// streams at once, and without this bound each could hold
+    /// `max_body_bytes` (2 GiB at the default 8 MiB).
+    ///
+    /// A body counts from its first byte (all of its `Content-Length` at
+    /// once when it declares one) until its handler has answered. An
+    /// HTTP/2 stream whose body does not fit is answered `503 Service
+    /// Unavailable` without calling the handler: at once when its declared
+    /// length does not fit, or as soon as its bytes pass the budget (its
+    /// bytes so far are dropped). Nothing of it was processed, so the
+    /// client may send it again once its other requests are answered.
+    ///
+    /// Default: twice `max_body_bytes` (so twice whatever it is set to);
+    /// never less than `max_body_bytes`, so that a body the server accepts
+    /// can always be read when it is the connection's only one. Bodies
+    /// streamed to the handler
+    /// ([`stream_request_bodies`](Self::stream_request_bodies)) do not
+    /// count: the handler holds what it has read, and what waits for it is
+    /// bounded by HTTP/2's flow control (1 MiB per connection).
+    pub fn max_body_bytes_per_connection(mut self, bytes: usize) -> ServerSettings {
+        self.max_body_bytes_per_connection = Some(bytes);
+        self
+    }
+
+    /// The budget [`max_body_bytes_per_connection`](Self::max_body_bytes_per_connection)
+    /// sets, or its default.
+    pub(crate) fn body_budget(&self) -> usize {
+        self.max_body_bytes_per_connection
+            .unwrap_or(self.max_body_bytes.saturating_mul(2))
+            .max(self.max_body_bytes)
     }
 
     /// How long a connection may stay idle (Akka's

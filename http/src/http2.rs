@@ -18,14 +18,16 @@
 //! answered the deadline-exceeded response, the connection is polled until
 //! those responses are handed to hyper (100 ms at most) and dropped.
 //!
-//! What a client cannot stall (issue 34): the idle timeout runs
+//! What a client cannot stall or inflate (issue 34): the idle timeout runs
 //! while every stream in flight waits on the client (its response is
 //! hyper's, waiting for the client's flow-control window or socket) and
 //! starts over at each write of response content (a DATA frame's payload,
 //! found by `frames.rs` in the bytes written): a client that never opens
 //! its window is sent GOAWAY, then cut, and the responses it held are
 //! dropped with hyper's connection. The header read timeout runs while
-//! the client has a request's header block open. After hyper's close
+//! the client has a request's header block open. Bodies read whole hold a
+//! share of the connection's budget ([`BodyBudget`]) until their handler
+//! answers; one that does not fit is answered 503. After hyper's close
 //! (GOAWAY seen, or a protocol error) the lingering close also ends once
 //! the client is quiet ([`LINGER_QUIET`]).
 
@@ -48,7 +50,7 @@ use std::convert::Infallible;
 use std::future::{poll_fn, Future};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -83,6 +85,10 @@ pub(crate) async fn serve<S: Transport>(
         handle: handle.clone(),
         broadcast: Broadcast::default(),
         streams: AtomicU64::new(0),
+        bodies: BodyBudget {
+            limit: settings.body_budget(),
+            held: AtomicUsize::new(0),
+        },
         #[cfg(feature = "metrics")]
         durations: control.metrics().duration_histogram(),
     });
@@ -380,10 +386,64 @@ struct Shared {
     /// one state. Written by the requests' tasks; read by the connection
     /// task.
     streams: AtomicU64,
+    /// The bytes of request bodies read whole that the connection's
+    /// streams hold (`ServerSettings::max_body_bytes_per_connection`).
+    bodies: BodyBudget,
     /// `proscenium_http_request_duration_seconds` of this server (the
     /// `metrics` feature): looked up once per connection.
     #[cfg(feature = "metrics")]
     durations: ::metrics::Histogram,
+}
+
+/// The bytes of request bodies read whole that one connection may hold at
+/// once, and those it holds.
+struct BodyBudget {
+    limit: usize,
+    /// Written by the streams' tasks as their bodies come and their
+    /// handlers answer ([`Share`]).
+    held: AtomicUsize,
+}
+
+/// One stream's share of the [`BodyBudget`], given back when dropped
+/// (once its handler has answered, or its body was refused).
+struct Share<'a> {
+    budget: &'a BodyBudget,
+    held: usize,
+}
+
+impl<'a> Share<'a> {
+    fn new(budget: &'a BodyBudget) -> Share<'a> {
+        Share { budget, held: 0 }
+    }
+
+    /// Grows the share to `bytes`; `false` (and unchanged) if the budget
+    /// has not that much left.
+    #[must_use]
+    fn cover(&mut self, bytes: usize) -> bool {
+        let Some(more) = bytes.checked_sub(self.held).filter(|&n| n > 0) else {
+            return true;
+        };
+        let limit = self.budget.limit;
+        // Relaxed: a count of bytes, which publishes nothing; the
+        // read-modify-writes alone keep it exact.
+        let taken = self
+            .budget
+            .held
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |held| {
+                held.checked_add(more).filter(|&total| total <= limit)
+            });
+        if taken.is_ok() {
+            self.held = bytes;
+        }
+        taken.is_ok()
+    }
+}
+
+impl Drop for Share<'_> {
+    fn drop(&mut self) {
+        // Relaxed: see `cover`.
+        self.budget.held.fetch_sub(self.held, Ordering::Relaxed);
+    }
 }
 
 /// [`Shared::streams`]: one stream in flight.
@@ -706,12 +766,23 @@ async fn answer(shared: Arc<Shared>, request: Request<Incoming>) -> Response<Tra
     if declared.is_some_and(|n| n > settings.max_body_bytes as u64) {
         return refuse(StatusCode::PAYLOAD_TOO_LARGE, busy);
     }
+    // A body read whole holds its share of the connection's budget until
+    // its handler has answered; a declared length takes it all at once.
+    let mut share = Share::new(&shared.bodies);
     let body = if settings.stream_request_bodies && !incoming.is_end_stream() {
         // The handler reads the stream's DATA frames as they come (h2's
         // flow control is the backpressure), under the same limits.
         Body::from_stream(Streamed::new(incoming, settings, &shared.handle))
     } else {
-        match read_whole(&shared, id, incoming).await {
+        let declared = declared.and_then(|n| usize::try_from(n).ok());
+        if !incoming.is_end_stream() {
+            if !share.cover(declared.unwrap_or(0)) {
+                return refuse(over_budget(), busy);
+            }
+            // Tests wait on this event (the declared length is counted).
+            span.in_scope(|| tracing::trace!("reading the request body"));
+        }
+        match read_whole(&shared, id, incoming, &mut share).await {
             Ok(bytes) => Body::from(bytes),
             Err(Some(status)) => return refuse(status, busy),
             Err(None) => return terminating_response(busy),
@@ -725,6 +796,7 @@ async fn answer(shared: Arc<Shared>, request: Request<Incoming>) -> Response<Tra
     }
     let in_flight: InFlight = control.metrics().request_started();
     let called = call(&shared, id, request, &span).await;
+    drop(share);
     drop(in_flight);
     let response = match called {
         Some(response) => response,
@@ -762,13 +834,15 @@ const CONNECTION_SPECIFIC: [http::header::HeaderName; 5] = [
     http::header::HeaderName::from_static("proxy-connection"),
 ];
 
-/// A stream's body, whole ([`Streamed`] collected): `Err(Some(status))`
-/// if refused (413 over `max_body_bytes`, 408 late, 400 reset),
+/// A stream's body, whole ([`Streamed`] collected), within `share` of the
+/// connection's budget: `Err(Some(status))` if refused (413 over
+/// `max_body_bytes`, 503 over the budget, 408 late, 400 reset),
 /// `Err(None)` if the server terminates first.
 async fn read_whole(
     shared: &Shared,
     id: u64,
     incoming: Incoming,
+    share: &mut Share<'_>,
 ) -> Result<Vec<u8>, Option<StatusCode>> {
     let mut body = Streamed::new(incoming, &shared.settings, &shared.handle);
     let mut bytes = Vec::new();
@@ -778,7 +852,12 @@ async fn read_whole(
             return Poll::Ready(Err(None));
         }
         match Pin::new(&mut body).poll_next(cx) {
-            Poll::Ready(Some(Ok(data))) => bytes.extend_from_slice(&data),
+            Poll::Ready(Some(Ok(data))) => {
+                if !share.cover(bytes.len() + data.len()) {
+                    return Poll::Ready(Err(Some(over_budget())));
+                }
+                bytes.extend_from_slice(&data);
+            }
             Poll::Ready(Some(Err(e))) => {
                 return Poll::Ready(Err(Some(match e {
                     RequestBodyError::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
@@ -792,6 +871,14 @@ async fn read_whole(
     })
     .await
     .map(|()| bytes)
+}
+
+/// The answer to a body past the connection's budget (logged).
+fn over_budget() -> StatusCode {
+    tracing::debug!(
+        "the request bodies of the connection are over max_body_bytes_per_connection: 503"
+    );
+    StatusCode::SERVICE_UNAVAILABLE
 }
 
 /// A stream's body as it comes (its DATA frames): what a handler reads

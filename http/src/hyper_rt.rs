@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
+use tracing::Instrument;
 
 /// A connection's socket, shared with the connection task (which shuts it
 /// down and lingers on it once hyper is done), and what the frames that
@@ -229,7 +230,9 @@ impl<S: Transport> hyper::rt::Write for Prefixed<S> {
 
 /// hyper's executor: its background futures (each HTTP/2 stream's
 /// service future and response) run as detached tasks on the scheduler's
-/// workers.
+/// workers, in the span hyper spawns them from (the connection's, whose
+/// task polls hyper's connection): a request's span is its connection's
+/// child, as on HTTP/1.1.
 #[derive(Debug, Clone)]
 pub(crate) struct SchedulerExecutor(pub(crate) Handle);
 
@@ -239,7 +242,7 @@ where
     F::Output: Send + 'static,
 {
     fn execute(&self, future: F) {
-        self.0.spawn_detached(future);
+        self.0.spawn_detached(future.in_current_span());
     }
 }
 

@@ -20,8 +20,8 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 use support::raw_h2::{
-    request_head, RawH2, DATA, END_HEADERS, END_STREAM, GOAWAY, HEADERS, INITIAL_WINDOW_SIZE, PING,
-    WINDOW_UPDATE,
+    request_head, Frame, RawH2, DATA, END_HEADERS, END_STREAM, GOAWAY, HEADERS,
+    INITIAL_WINDOW_SIZE, PING, WINDOW_UPDATE,
 };
 use support::{
     capture, connect, entered, read_answer, slow_server, slow_server_with, system, Gate, Mark,
@@ -435,6 +435,116 @@ fn a_client_that_never_opens_its_window_is_sent_goaway_and_closed() {
             .recv_timeout(PATIENCE)
             .expect("every pending response body is dropped");
     }
+    binding.terminate(LONG).wait().unwrap();
+    system.terminate().wait();
+}
+
+/// Issue 34, item 2: the bodies read whole that one connection holds at
+/// once are bounded (by default twice `max_body_bytes`): a stream whose
+/// body does not fit is answered 503 (a declared length at once, before
+/// its body; an undeclared one once its bytes pass the budget), and a
+/// body's share comes back once its handler has answered. Before, every
+/// one of up to 256 streams could hold `max_body_bytes`.
+#[test]
+fn whole_request_bodies_held_at_once_on_one_connection_are_bounded() {
+    const MAX: usize = 16 * 1024;
+    let system = system();
+    let settings = ServerSettings::default().max_body_bytes(MAX);
+    let (binding, _entered) = slow_server_with(&system, settings, Gate::default());
+    let mark = capture().mark();
+    let mut client = RawH2::open(&binding, &[]);
+    let peer = client.stream.local_addr().unwrap();
+    // The streams' tasks run in any order: each step waits until the
+    // server has taken the bodies before it in.
+    let reading = |n: usize| {
+        capture().wait_for(|r| {
+            let events = r.events_on(mark, peer);
+            let reading = events.iter().filter(|e| {
+                e.fields.get("message").map(String::as_str) == Some("reading the request body")
+            });
+            (reading.count() >= n).then_some(())
+        })
+    };
+    let almost = vec![b'b'; MAX - 1];
+    let response_on = |id: u32| move |f: &Frame| f.stream == id && f.kind == HEADERS;
+    // Two bodies of `max_body_bytes - 1`, declared, not ended: held.
+    for id in [1, 3] {
+        client.send(
+            HEADERS,
+            END_HEADERS,
+            id,
+            &request_head("POST", "/held", Some(MAX - 1)),
+        );
+        client.send(DATA, 0, id, &almost);
+    }
+    reading(2);
+    // A third does not fit: 503 at once (fails here before the fix: it
+    // is read, and held).
+    client.send(
+        HEADERS,
+        END_HEADERS,
+        5,
+        &request_head("POST", "/past", Some(MAX - 1)),
+    );
+    let (answer, before) = client.until(response_on(5));
+    let answer = answer.expect("stream 5 is answered before the connection closes");
+    assert!(
+        answer.has(END_STREAM),
+        "the refusal has no body: {answer:?}"
+    );
+    assert!(
+        !before.iter().any(|f| f.kind == HEADERS),
+        "the held streams are not answered: {before:?}"
+    );
+    assert_eq!(
+        binding
+            .metrics()
+            .responses_with(http::StatusCode::SERVICE_UNAVAILABLE),
+        1
+    );
+    // Undeclared: counted as it comes, refused once past the budget.
+    client.send(
+        HEADERS,
+        END_HEADERS,
+        7,
+        &request_head("POST", "/past", None),
+    );
+    client.send(DATA, 0, 7, &almost);
+    let (answer, _) = client.until(response_on(7));
+    assert!(answer.expect("stream 7 is answered").has(END_STREAM));
+    assert_eq!(
+        binding
+            .metrics()
+            .responses_with(http::StatusCode::SERVICE_UNAVAILABLE),
+        2
+    );
+    // Stream 1 ends: answered, and its share of the budget comes back.
+    client.send(DATA, END_STREAM, 1, &[]);
+    client
+        .until(response_on(1))
+        .0
+        .expect("stream 1 is answered");
+    let (data, _) = client.until(|f| f.stream == 1 && f.kind == DATA);
+    let data = data.expect("stream 1's body");
+    assert_eq!(data.payload, format!("POST /held {}", MAX - 1).as_bytes());
+    client.send(
+        HEADERS,
+        END_HEADERS,
+        9,
+        &request_head("POST", "/after", None),
+    );
+    client.send(DATA, END_STREAM, 9, &almost);
+    client
+        .until(response_on(9))
+        .0
+        .expect("stream 9 is answered");
+    let (data, _) = client.until(|f| f.stream == 9 && f.kind == DATA);
+    assert_eq!(
+        data.expect("stream 9's body").payload,
+        format!("POST /after {}", MAX - 1).as_bytes()
+    );
+    assert_eq!(binding.metrics().responses_with(http::StatusCode::OK), 2);
+    drop(client);
     binding.terminate(LONG).wait().unwrap();
     system.terminate().wait();
 }
