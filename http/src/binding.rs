@@ -113,7 +113,9 @@ impl ServerSettings {
     }
 
     /// The budget [`max_body_bytes_per_connection`](Self::max_body_bytes_per_connection)
-    /// sets, or its default.
+    /// sets, or its default. Only HTTP/2 reads it (an HTTP/1.1 connection
+    /// holds one body at a time).
+    #[cfg_attr(not(feature = "http2"), allow(dead_code))]
     pub(crate) fn body_budget(&self) -> usize {
         self.max_body_bytes_per_connection
             .unwrap_or(self.max_body_bytes.saturating_mul(2))
