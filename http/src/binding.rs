@@ -35,6 +35,8 @@ pub(crate) type Handler = Arc<
 pub struct ServerSettings {
     pub(crate) max_head_bytes: usize,
     pub(crate) max_body_bytes: usize,
+    /// `None`: twice `max_body_bytes` (see [`ServerSettings::body_budget`]).
+    pub(crate) max_body_bytes_per_connection: Option<usize>,
     pub(crate) idle_timeout: Duration,
     pub(crate) header_read_timeout: Duration,
     pub(crate) max_connections: usize,
@@ -53,6 +55,7 @@ impl Default for ServerSettings {
         ServerSettings {
             max_head_bytes: 16 * 1024,
             max_body_bytes: 8 * 1024 * 1024,
+            max_body_bytes_per_connection: None,
             idle_timeout: Duration::from_secs(60),
             header_read_timeout: Duration::from_secs(30),
             max_connections: 1024,
@@ -83,6 +86,42 @@ impl ServerSettings {
         self
     }
 
+    /// The most bytes of request bodies read whole that one connection
+    /// holds at once. An HTTP/1.1 connection reads one request at a time,
+    /// so `max_body_bytes` bounds it; an HTTP/2 connection reads up to 256
+    /// streams at once, and without this bound each could hold
+    /// `max_body_bytes` (2 GiB at the default 8 MiB).
+    ///
+    /// A body counts from its first byte (all of its `Content-Length` at
+    /// once when it declares one) until its handler has answered. An
+    /// HTTP/2 stream whose body does not fit is answered `503 Service
+    /// Unavailable` without calling the handler: at once when its declared
+    /// length does not fit, or as soon as its bytes pass the budget (its
+    /// bytes so far are dropped). Nothing of it was processed, so the
+    /// client may send it again once its other requests are answered.
+    ///
+    /// Default: twice `max_body_bytes` (so twice whatever it is set to);
+    /// never less than `max_body_bytes`, so that a body the server accepts
+    /// can always be read when it is the connection's only one. Bodies
+    /// streamed to the handler
+    /// ([`stream_request_bodies`](Self::stream_request_bodies)) do not
+    /// count: the handler holds what it has read, and what waits for it is
+    /// bounded by HTTP/2's flow control (1 MiB per connection).
+    pub fn max_body_bytes_per_connection(mut self, bytes: usize) -> ServerSettings {
+        self.max_body_bytes_per_connection = Some(bytes);
+        self
+    }
+
+    /// The budget [`max_body_bytes_per_connection`](Self::max_body_bytes_per_connection)
+    /// sets, or its default. Only HTTP/2 reads it (an HTTP/1.1 connection
+    /// holds one body at a time).
+    #[cfg_attr(not(feature = "http2"), allow(dead_code))]
+    pub(crate) fn body_budget(&self) -> usize {
+        self.max_body_bytes_per_connection
+            .unwrap_or(self.max_body_bytes.saturating_mul(2))
+            .max(self.max_body_bytes)
+    }
+
     /// How long a connection may stay idle (Akka's
     /// `akka.http.server.idle-timeout`, same default: 60 s): a keep-alive
     /// connection with no byte of a next request for this long is closed;
@@ -90,6 +129,20 @@ impl ServerSettings {
     /// not read, that makes no progress for this long closes the
     /// connection too (a body cut short is answered 408 first).
     /// `Duration::MAX`: never.
+    ///
+    /// On HTTP/2 the timeout runs while no request is in the server's
+    /// hands: no stream is open, or every open one waits on the client
+    /// (its response waits for the client's flow-control window, or for a
+    /// socket the client does not read). It starts over whenever the
+    /// client accepts response content (a DATA frame's payload is
+    /// written); control frames (PING, SETTINGS, WINDOW_UPDATE) do not
+    /// count. At its end the connection is sent GOAWAY, and
+    /// it is closed after one more idle timeout without progress (or as
+    /// soon as the client has seen the GOAWAY and no stream is left);
+    /// the responses still waiting are dropped with it. A handler still
+    /// running, or a streamed response body that has nothing to send yet,
+    /// keeps the timeout from running (the request timeout and a
+    /// termination's hard deadline bound those).
     pub fn idle_timeout(mut self, timeout: Duration) -> ServerSettings {
         self.idle_timeout = timeout;
         self
@@ -100,6 +153,11 @@ impl ServerSettings {
     /// connection); beyond it the answer is 408 and the connection closes.
     /// Akka has no such setting (its idle timeout is reset by each byte).
     /// Default 30 s; `Duration::MAX`: never.
+    ///
+    /// On HTTP/2 it bounds each request's header block, from its HEADERS
+    /// frame's header to the end of the frame that ends the block: beyond
+    /// it, the stream not being open yet, the connection is sent GOAWAY
+    /// and closed (without a 408).
     pub fn header_read_timeout(mut self, timeout: Duration) -> ServerSettings {
         self.header_read_timeout = timeout;
         self
@@ -133,6 +191,14 @@ impl ServerSettings {
     ///
     /// `Duration::ZERO`: no lingering (close at once); `Duration::MAX`:
     /// linger until the client closes.
+    ///
+    /// On HTTP/2 the connection lingers after hyper has closed it (the
+    /// client saw the GOAWAY, or sent a protocol error); there the
+    /// lingering also ends once the client has sent nothing for 2 s (or
+    /// for the idle timeout if shorter): what it sent before it saw the
+    /// GOAWAY has arrived by then, and a client that keeps its socket open
+    /// and silent does not hold the connection for the whole linger
+    /// timeout.
     pub fn linger_timeout(mut self, timeout: Duration) -> ServerSettings {
         self.linger_timeout = timeout;
         self

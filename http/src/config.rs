@@ -29,6 +29,9 @@ impl ServerSettings {
     /// * `parsing.max-content-length` (Akka's): the largest request body,
     ///   bytes as an integer or a string with a unit (`"8 MiB"`; `B`,
     ///   `KiB`, `MiB`, `GiB`); see [`max_body_bytes`](Self::max_body_bytes);
+    /// * `parsing.max-content-length-per-connection` (not Akka's): the most
+    ///   bytes of request bodies one connection holds at once, as above;
+    ///   see [`max_body_bytes_per_connection`](Self::max_body_bytes_per_connection);
     /// * `parsing.max-head-size` (not Akka's, which limits each header
     ///   instead): the largest request head, in bytes as above; see
     ///   [`max_head_bytes`](Self::max_head_bytes).
@@ -118,6 +121,8 @@ struct ParsingSection {
     #[serde(default, deserialize_with = "bytes")]
     max_content_length: Option<usize>,
     #[serde(default, deserialize_with = "bytes")]
+    max_content_length_per_connection: Option<usize>,
+    #[serde(default, deserialize_with = "bytes")]
     max_head_size: Option<usize>,
 }
 
@@ -147,6 +152,9 @@ impl ServerSection {
         if let Some(parsing) = self.parsing {
             if let Some(n) = parsing.max_content_length {
                 settings = settings.max_body_bytes(n);
+            }
+            if let Some(n) = parsing.max_content_length_per_connection {
+                settings = settings.max_body_bytes_per_connection(n);
             }
             if let Some(n) = parsing.max_head_size {
                 settings = settings.max_head_bytes(n);
@@ -214,6 +222,7 @@ mod tests {
             body-read-timeout = "infinite"
             [http.server.parsing]
             max-content-length = "2 KiB"
+            max-content-length-per-connection = "5 KiB"
             max-head-size = 4096
             "#,
         )
@@ -225,12 +234,24 @@ mod tests {
         assert_eq!(s.request_timeout, Duration::from_secs(3));
         assert_eq!(s.body_read_timeout, Duration::MAX);
         assert_eq!(s.max_body_bytes, 2048);
+        assert_eq!(s.max_body_bytes_per_connection, Some(5 * 1024));
+        assert_eq!(s.body_budget(), 5 * 1024);
         assert_eq!(s.max_head_bytes, 4096);
         let no_linger = settings("[http.server]\nlinger-timeout = \"0 s\"").expect("zero");
         assert_eq!(no_linger.linger_timeout, Duration::ZERO);
         let forever = settings("[http.server]\nlinger-timeout = \"infinite\"").expect("infinite");
         assert_eq!(forever.linger_timeout, Duration::MAX);
         let d = settings("").expect("empty");
+        assert_eq!(d.body_budget(), 2 * d.max_body_bytes);
+        // The default follows `max-content-length`; a budget below it is
+        // raised to it.
+        let follows = settings("[http.server.parsing]\nmax-content-length = 100").expect("valid");
+        assert_eq!(follows.body_budget(), 200);
+        let below = settings(
+            "[http.server.parsing]\nmax-content-length = 100\nmax-content-length-per-connection = 10",
+        )
+        .expect("valid");
+        assert_eq!(below.body_budget(), 100);
         let default = ServerSettings::default();
         assert_eq!(d.linger_timeout, Duration::from_secs(60));
         assert_eq!(
@@ -306,6 +327,10 @@ mod tests {
                 "http.server.parsing.max-head-size",
             ),
             (
+                "[http.server.parsing]\nmax-content-length-per-connection = \"1 TB\"",
+                "http.server.parsing.max-content-length-per-connection",
+            ),
+            (
                 "[http.server.parsing]\nmax-uri-length = 10",
                 "http.server.parsing.max-uri-length",
             ),
@@ -328,7 +353,8 @@ mod tests {
             key in prop::sample::select(vec![
                 "idle-timeout", "header-read-timeout", "max-connections", "linger-timeout",
                 "request-timeout", "body-read-timeout",
-                "parsing.max-content-length", "parsing.max-head-size",
+                "parsing.max-content-length", "parsing.max-content-length-per-connection",
+                "parsing.max-head-size",
             ]),
             value in prop_oneof![
                 any::<i64>().prop_map(|n| n.to_string()),

@@ -17,6 +17,19 @@
 //! refused by h2). At the hard deadline a handler still running is
 //! answered the deadline-exceeded response, the connection is polled until
 //! those responses are handed to hyper (100 ms at most) and dropped.
+//!
+//! What a client cannot stall or inflate (issue 34): the idle timeout runs
+//! while every stream in flight waits on the client (its response is
+//! hyper's, waiting for the client's flow-control window or socket) and
+//! starts over at each write of response content (a DATA frame's payload,
+//! found by `frames.rs` in the bytes written): a client that never opens
+//! its window is sent GOAWAY, then cut, and the responses it held are
+//! dropped with hyper's connection. The header read timeout runs while
+//! the client has a request's header block open. Bodies read whole hold a
+//! share of the connection's budget ([`BodyBudget`]) until their handler
+//! answers; one that does not fit is answered 503. After hyper's close
+//! (GOAWAY seen, or a protocol error) the lingering close also ends once
+//! the client is quiet ([`LINGER_QUIET`]).
 
 use crate::binding::{ConnectionGuard, Control, Handler, ServerSettings};
 use crate::body::{Body, RequestBodyError};
@@ -37,13 +50,18 @@ use std::convert::Infallible;
 use std::future::{poll_fn, Future};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 /// The most one read of the lingering close takes.
 const LINGER_CHUNK: usize = 8192;
+
+/// How long the lingering close after HTTP/2's GOAWAY waits for a client
+/// that sends nothing (at most; the idle timeout if shorter): enough for
+/// the frames it sent before it saw the GOAWAY to arrive (see [`linger`]).
+const LINGER_QUIET: Duration = Duration::from_secs(2);
 
 /// Serves `stream`, whose first bytes `read` (the HTTP/2 preface and what
 /// came with it) were read by the hand-written layer, with hyper's HTTP/2
@@ -66,7 +84,11 @@ pub(crate) async fn serve<S: Transport>(
         control: Arc::clone(&control),
         handle: handle.clone(),
         broadcast: Broadcast::default(),
-        busy: AtomicUsize::new(0),
+        streams: AtomicU64::new(0),
+        bodies: BodyBudget {
+            limit: settings.body_budget(),
+            held: AtomicUsize::new(0),
+        },
         #[cfg(feature = "metrics")]
         durations: control.metrics().duration_histogram(),
     });
@@ -81,16 +103,21 @@ pub(crate) async fn serve<S: Transport>(
     let service = RequestService(Arc::clone(&shared));
     let mut conn = Box::pin(builder.serve_connection(Prefixed::new(io.clone(), read), service));
     let mut shutting_down = false;
-    let mut idle = Idle::new(settings.idle_timeout);
+    // The idle timeout: runs while every stream in flight waits on the
+    // client (or none is in flight), started over by each write that
+    // carries response content.
+    let mut idle = Watch::new(settings.idle_timeout);
+    // The header read timeout: runs while the client has a request's
+    // header block open.
+    let mut head = Watch::new(settings.header_read_timeout);
     let mut grace: Option<Sleep> = None;
+    let mut closing: Option<Sleep> = None;
     let ended = poll_fn(|cx| {
         let signals = control.poll_signals(cx);
         shared
             .broadcast
-            .publish(signals.terminating, signals.forced);
-        // Requests between the service's call and the end of their
-        // response (Acquire: pairs with `Busy`'s Release updates).
-        let busy = shared.busy.load(Ordering::Acquire);
+            .publish(signals.terminating, signals.forced, cx.waker());
+        let in_flight = shared.streams().in_flight;
         if signals.forced {
             // The handlers still running answer the deadline-exceeded
             // response (an HTTP/2 stream's in its own task): the
@@ -99,7 +126,7 @@ pub(crate) async fn serve<S: Transport>(
             // at most (past the deadline nothing waits on the client).
             let grace = grace.get_or_insert_with(|| handle.sleep(FORCED_GRACE));
             let _ = conn.as_mut().poll(cx);
-            if busy == 0 || Pin::new(grace).poll(cx).is_ready() {
+            if in_flight == 0 || Pin::new(grace).poll(cx).is_ready() {
                 return Poll::Ready(Ended::Cut);
             }
             return Poll::Pending;
@@ -109,7 +136,7 @@ pub(crate) async fn serve<S: Transport>(
             // terminated immediately"; otherwise its streams in flight
             // finish (GOAWAY).
             shutting_down = true;
-            if busy == 0 {
+            if in_flight == 0 {
                 control.metrics().idle_closed_on_termination();
             }
             conn.as_mut().graceful_shutdown();
@@ -131,19 +158,46 @@ pub(crate) async fn serve<S: Transport>(
             }
             Poll::Pending => {}
         }
-        let busy = shared.busy.load(Ordering::Acquire);
-        if idle.poll(&handle, cx, busy == 0, io.progress()).is_ready() {
+        if let Some(closing) = &mut closing {
+            return match Pin::new(closing).poll(cx) {
+                Poll::Ready(()) => Poll::Ready(Ended::Cut),
+                Poll::Pending => Poll::Pending,
+            };
+        }
+        if head.poll(&handle, cx, io.open_block()).is_ready() {
+            // A request head that takes longer than the header read
+            // timeout (a slowloris: a HEADERS frame whose header block
+            // comes an octet at a time; h2 itself refuses a block in more
+            // than a few CONTINUATION frames). Its stream does not exist
+            // yet, so there is no 408 to send: GOAWAY (written in a short
+            // grace), then the close, as HTTP/1.1 closes after its 408.
+            tracing::debug!("a request head took longer than the header read timeout");
+            if !shutting_down {
+                shutting_down = true;
+                conn.as_mut().graceful_shutdown();
+            }
+            closing = Some(handle.sleep(FORCED_GRACE));
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
+        let streams = shared.streams();
+        let waiting_on_client = streams.waiting == streams.in_flight;
+        let progress = waiting_on_client.then(|| io.content_sent());
+        if idle.poll(&handle, cx, progress).is_ready() {
             if shutting_down {
-                // Idle again since the GOAWAY (a client that does not
-                // answer h2's PING): cut.
+                // Still no progress since the GOAWAY (a client that does
+                // not answer h2's PING, or whose streams still wait on
+                // its window): cut.
                 return Poll::Ready(Ended::Cut);
             }
             // RFC 9113 §9.1: "An endpoint that wishes to close the
             // connection SHOULD send a GOAWAY frame"; hyper closes once the
-            // client has seen it. The GOAWAY's bytes re-arm the idle
-            // timeout, which bounds that wait.
+            // client has seen it and the streams in flight have ended. One
+            // more idle timeout without progress bounds that wait.
+            tracing::debug!(in_flight = streams.in_flight, "idle: GOAWAY");
             shutting_down = true;
             conn.as_mut().graceful_shutdown();
+            idle.restart();
             cx.waker().wake_by_ref();
         }
         Poll::Pending
@@ -189,46 +243,55 @@ enum Ended {
     Cut,
 }
 
-/// The idle timeout: armed while no request is in flight, fires when no
-/// byte moved for its length since it was armed (or since the last byte
-/// moved).
-struct Idle {
+/// A timeout that runs while it watches a count, and starts over whenever
+/// the count changes (or it starts watching again): it fires when the
+/// count stays the same for its whole length.
+struct Watch {
     deadline: Deadline,
-    /// The progress count when the current wait began; `None` while a
-    /// request is in flight.
+    /// The count when the current wait began; `None` while not watching.
     seen: Option<u64>,
 }
 
-impl Idle {
-    fn new(after: Duration) -> Idle {
-        Idle {
+impl Watch {
+    fn new(after: Duration) -> Watch {
+        Watch {
             deadline: Deadline::new(after),
             seen: None,
         }
     }
 
-    fn poll(
-        &mut self,
-        handle: &Handle,
-        cx: &mut Context<'_>,
-        idle: bool,
-        progress: u64,
-    ) -> Poll<()> {
-        if !idle {
+    /// Watches `count` (`None`: the timeout does not run now).
+    fn poll(&mut self, handle: &Handle, cx: &mut Context<'_>, count: Option<u64>) -> Poll<()> {
+        let Some(count) = count else {
             self.seen = None;
             return Poll::Pending;
-        }
-        if self.seen != Some(progress) {
-            self.seen = Some(progress);
+        };
+        if self.seen != Some(count) {
+            self.seen = Some(count);
             self.deadline.restart();
         }
         self.deadline.poll(handle, cx)
+    }
+
+    /// Starts the wait over at the next poll.
+    fn restart(&mut self) {
+        self.seen = None;
     }
 }
 
 /// The lingering close (docs/decisions/0013-http-wire.md): shut down the
 /// write half, read and discard until the client closes, the linger
-/// timeout, the hard deadline, or (terminating) nothing is left to read.
+/// timeout, the hard deadline, (terminating) nothing is left to read, or
+/// the client has sent nothing for [`LINGER_QUIET`] (or the idle timeout
+/// if shorter).
+///
+/// The last of these is HTTP/2's: after its GOAWAY (hyper closes the
+/// connection once the client has seen it, or after a protocol error) the
+/// client has nothing more to send that the server takes; what it sent
+/// before it saw the GOAWAY arrives within a round trip, and the linger
+/// exists for those bytes (closing with them unread would reset the
+/// connection and could destroy the GOAWAY). A client that keeps its
+/// socket open and silent is not waited on for the whole linger timeout.
 async fn linger<S: Transport>(
     io: &Io<S>,
     control: &Control,
@@ -259,6 +322,7 @@ async fn linger<S: Transport>(
     }
     let mut deadline =
         (settings.linger_timeout != Duration::MAX).then(|| handle.sleep(settings.linger_timeout));
+    let mut quiet = Deadline::new(settings.idle_timeout.min(LINGER_QUIET));
     let mut sink = vec![0u8; LINGER_CHUNK];
     let mut shutting_down = false;
     poll_fn(|cx| {
@@ -278,9 +342,16 @@ async fn linger<S: Transport>(
                     return Poll::Ready(());
                 }
                 Poll::Ready(Ok(0)) | Poll::Ready(Err(_)) => return Poll::Ready(()),
-                Poll::Ready(Ok(_)) => {}
+                // Bytes: the quiet starts over.
+                Poll::Ready(Ok(_)) => quiet.restart(),
                 Poll::Pending if signals.terminating => return Poll::Ready(()),
-                Poll::Pending => return Poll::Pending,
+                Poll::Pending => {
+                    if quiet.poll(handle, cx).is_ready() {
+                        tracing::trace!("the client stayed quiet after the GOAWAY");
+                        return Poll::Ready(());
+                    }
+                    return Poll::Pending;
+                }
             }
         }
         cx.waker().wake_by_ref();
@@ -308,14 +379,118 @@ struct Shared {
     control: Arc<Control>,
     handle: Handle,
     broadcast: Broadcast,
-    /// Requests between the service's call and the end of their
-    /// response's body (the idle timeout does not run meanwhile). Written
-    /// by the requests; read by the connection task.
-    busy: AtomicUsize,
+    /// The streams in flight (the high half: from the service's call
+    /// until hyper drops the response's body) and, of those, the ones
+    /// whose response waits on the client (the low half; see
+    /// [`Busy::wait_on_client`]), one word so that a reading of both is
+    /// one state. Written by the requests' tasks; read by the connection
+    /// task.
+    streams: AtomicU64,
+    /// The bytes of request bodies read whole that the connection's
+    /// streams hold (`ServerSettings::max_body_bytes_per_connection`).
+    bodies: BodyBudget,
     /// `proscenium_http_request_duration_seconds` of this server (the
     /// `metrics` feature): looked up once per connection.
     #[cfg(feature = "metrics")]
     durations: ::metrics::Histogram,
+}
+
+/// The bytes of request bodies read whole that one connection may hold at
+/// once, and those it holds.
+struct BodyBudget {
+    limit: usize,
+    /// Written by the streams' tasks as their bodies come and their
+    /// handlers answer ([`Share`]).
+    held: AtomicUsize,
+}
+
+/// One stream's share of the [`BodyBudget`], given back when dropped
+/// (once its handler has answered, or its body was refused).
+struct Share<'a> {
+    budget: &'a BodyBudget,
+    held: usize,
+}
+
+impl<'a> Share<'a> {
+    fn new(budget: &'a BodyBudget) -> Share<'a> {
+        Share { budget, held: 0 }
+    }
+
+    /// Grows the share to `bytes`; `false` (and unchanged) if the budget
+    /// has not that much left.
+    #[must_use]
+    fn cover(&mut self, bytes: usize) -> bool {
+        let Some(more) = bytes.checked_sub(self.held).filter(|&n| n > 0) else {
+            return true;
+        };
+        let limit = self.budget.limit;
+        // Relaxed: a count of bytes, which publishes nothing; the
+        // read-modify-writes alone keep it exact.
+        let taken = self
+            .budget
+            .held
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |held| {
+                held.checked_add(more).filter(|&total| total <= limit)
+            });
+        if taken.is_ok() {
+            self.held = bytes;
+        }
+        taken.is_ok()
+    }
+}
+
+impl Drop for Share<'_> {
+    fn drop(&mut self) {
+        // Relaxed: see `cover`.
+        self.budget.held.fetch_sub(self.held, Ordering::Relaxed);
+    }
+}
+
+/// [`Shared::streams`]: one stream in flight.
+const IN_FLIGHT: u64 = 1 << 32;
+/// [`Shared::streams`]: one stream whose response waits on the client.
+const WAITING: u64 = 1;
+
+/// A reading of [`Shared::streams`].
+#[derive(Debug, Clone, Copy)]
+struct Streams {
+    in_flight: u64,
+    waiting: u64,
+}
+
+impl Shared {
+    fn streams(&self) -> Streams {
+        // Acquire: pairs with the Release updates in `Busy`, so that the
+        // connection task sees a request counted before its effects
+        // (what it wrote, what woke the task).
+        Streams::of(self.streams.load(Ordering::Acquire))
+    }
+
+    /// Adds `delta` to the counts (subtracts it unless `add`); wakes the
+    /// connection task if now every stream in flight waits on the client
+    /// (the idle timeout starts: hyper may not wake the task for it, as a
+    /// response waiting for a window writes nothing).
+    fn count(&self, delta: u64, add: bool) {
+        // Release: pairs with the Acquire load in `streams`.
+        let word = if add {
+            self.streams.fetch_add(delta, Ordering::Release) + delta
+        } else {
+            self.streams.fetch_sub(delta, Ordering::Release) - delta
+        };
+        let streams = Streams::of(word);
+        if streams.waiting == streams.in_flight {
+            self.broadcast.wake_connection();
+        }
+    }
+}
+
+impl Streams {
+    fn of(word: u64) -> Streams {
+        Streams {
+            in_flight: word >> 32,
+            waiting: word & (IN_FLIGHT - 1),
+        }
+    }
 }
 
 /// The connection's signals, passed on to its requests (an HTTP/2
@@ -331,6 +506,8 @@ struct BroadcastState {
     forced: bool,
     next_id: u64,
     wakers: HashMap<u64, Waker>,
+    /// The connection task's.
+    connection: Option<Waker>,
 }
 
 impl Broadcast {
@@ -338,10 +515,15 @@ impl Broadcast {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Records the connection's signals; wakes the requests on a change.
-    fn publish(&self, terminating: bool, forced: bool) {
+    /// Records the connection's signals and its task's waker; wakes the
+    /// requests on a change.
+    fn publish(&self, terminating: bool, forced: bool, connection: &Waker) {
         let wakers: Vec<Waker> = {
             let mut state = self.lock();
+            match &state.connection {
+                Some(w) if w.will_wake(connection) => {}
+                _ => state.connection = Some(connection.clone()),
+            }
             if state.terminating == terminating && state.forced == forced {
                 return;
             }
@@ -378,6 +560,14 @@ impl Broadcast {
     fn forget(&self, id: u64) {
         self.lock().wakers.remove(&id);
     }
+
+    /// Wakes the connection task.
+    fn wake_connection(&self) {
+        let waker = self.lock().connection.clone();
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
 }
 
 /// The hyper service: each request is [`answer`]ed.
@@ -395,11 +585,20 @@ impl hyper::service::Service<Request<Incoming>> for RequestService {
     }
 }
 
-/// A response body that keeps its request counted as busy (no idle
-/// timeout) until it ends or is dropped.
+/// A response body that keeps its request counted in flight until it ends
+/// or is dropped, and says whether it waits on the client.
 struct Tracked {
     body: Body,
-    _busy: Busy,
+    busy: Busy,
+}
+
+impl Tracked {
+    fn new(body: Body, mut busy: Busy) -> Tracked {
+        // hyper has the response: it waits on the client's window (and
+        // socket) until its body is polled and has nothing yet.
+        busy.wait_on_client(true);
+        Tracked { body, busy }
+    }
 }
 
 impl http_body::Body for Tracked {
@@ -411,10 +610,16 @@ impl http_body::Body for Tracked {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<http_body::Frame<bytes::Bytes>, crate::BoxError>>> {
         let body = &mut self.body;
-        match catch_unwind(AssertUnwindSafe(|| Pin::new(body).poll_frame(cx))) {
+        let polled = match catch_unwind(AssertUnwindSafe(|| Pin::new(body).poll_frame(cx))) {
             Ok(polled) => polled,
             Err(_) => Poll::Ready(Some(Err("a streamed response body panicked".into()))),
-        }
+        };
+        // Pending: the handler's stream has nothing yet (server-sent
+        // events between two events), which is no fault of the client's;
+        // what it yields waits for the client's window until hyper asks
+        // for more.
+        self.busy.wait_on_client(polled.is_ready());
+        polled
     }
 
     fn is_end_stream(&self) -> bool {
@@ -426,10 +631,12 @@ impl http_body::Body for Tracked {
     }
 }
 
-/// One request counted in [`Shared::busy`] while alive (from the service's
-/// call until hyper drops its response's body, written).
+/// One request counted in [`Shared::streams`] while alive (from the
+/// service's call until hyper drops its response's body, written).
 struct Busy {
     shared: Arc<Shared>,
+    /// Counted as waiting on the client.
+    waiting: bool,
     /// When its head was in, for a request handed to the handler: its
     /// duration is recorded when it ends (the `metrics` feature), as the
     /// hand-written layer records it.
@@ -439,13 +646,24 @@ struct Busy {
 
 impl Busy {
     fn new(shared: &Arc<Shared>) -> Busy {
-        // Release/Acquire: pairs with the connection task's load, which
-        // must see the request before it arms the idle timeout.
-        shared.busy.fetch_add(1, Ordering::Release);
+        shared.count(IN_FLIGHT, true);
         Busy {
             shared: Arc::clone(shared),
+            waiting: false,
             #[cfg(feature = "metrics")]
             handled: None,
+        }
+    }
+
+    /// Whether the request now waits on the client: its response is
+    /// hyper's to send and neither the handler nor its body has work to
+    /// do (the body was not polled yet, or it yielded what hyper holds
+    /// until the client's flow-control window, or the socket, takes it).
+    /// While every request in flight waits so, the idle timeout runs.
+    fn wait_on_client(&mut self, waiting: bool) {
+        if self.waiting != waiting {
+            self.waiting = waiting;
+            self.shared.count(WAITING, waiting);
         }
     }
 }
@@ -456,8 +674,8 @@ impl Drop for Busy {
         if let Some(started) = self.handled {
             self.shared.durations.record(started.elapsed());
         }
-        // Release: pairs with the connection task's Acquire load.
-        self.shared.busy.fetch_sub(1, Ordering::Release);
+        let waiting = if self.waiting { WAITING } else { 0 };
+        self.shared.count(IN_FLIGHT + waiting, false);
     }
 }
 
@@ -476,7 +694,7 @@ fn own(
     }
     span.record("status", response.status().as_u16());
     control.metrics().response(response.status());
-    response.map(|body| Tracked { body, _busy: busy })
+    response.map(|body| Tracked::new(body, busy))
 }
 
 /// The server's rules around the handler, for one request.
@@ -548,12 +766,23 @@ async fn answer(shared: Arc<Shared>, request: Request<Incoming>) -> Response<Tra
     if declared.is_some_and(|n| n > settings.max_body_bytes as u64) {
         return refuse(StatusCode::PAYLOAD_TOO_LARGE, busy);
     }
+    // A body read whole holds its share of the connection's budget until
+    // its handler has answered; a declared length takes it all at once.
+    let mut share = Share::new(&shared.bodies);
     let body = if settings.stream_request_bodies && !incoming.is_end_stream() {
         // The handler reads the stream's DATA frames as they come (h2's
         // flow control is the backpressure), under the same limits.
         Body::from_stream(Streamed::new(incoming, settings, &shared.handle))
     } else {
-        match read_whole(&shared, id, incoming).await {
+        let declared = declared.and_then(|n| usize::try_from(n).ok());
+        if !incoming.is_end_stream() {
+            if !share.cover(declared.unwrap_or(0)) {
+                return refuse(over_budget(), busy);
+            }
+            // Tests wait on this event (the declared length is counted).
+            span.in_scope(|| tracing::trace!("reading the request body"));
+        }
+        match read_whole(&shared, id, incoming, &mut share).await {
             Ok(bytes) => Body::from(bytes),
             Err(Some(status)) => return refuse(status, busy),
             Err(None) => return terminating_response(busy),
@@ -567,6 +796,7 @@ async fn answer(shared: Arc<Shared>, request: Request<Incoming>) -> Response<Tra
     }
     let in_flight: InFlight = control.metrics().request_started();
     let called = call(&shared, id, request, &span).await;
+    drop(share);
     drop(in_flight);
     let response = match called {
         Some(response) => response,
@@ -591,7 +821,7 @@ async fn answer(shared: Arc<Shared>, request: Request<Incoming>) -> Response<Tra
     }
     span.record("status", response.status().as_u16());
     control.metrics().response(response.status());
-    response.map(|body| Tracked { body, _busy: busy })
+    response.map(|body| Tracked::new(body, busy))
 }
 
 /// The fields RFC 9113 §8.2.2 forbids on HTTP/2 (`TE` is allowed only in
@@ -604,13 +834,15 @@ const CONNECTION_SPECIFIC: [http::header::HeaderName; 5] = [
     http::header::HeaderName::from_static("proxy-connection"),
 ];
 
-/// A stream's body, whole ([`Streamed`] collected): `Err(Some(status))`
-/// if refused (413 over `max_body_bytes`, 408 late, 400 reset),
+/// A stream's body, whole ([`Streamed`] collected), within `share` of the
+/// connection's budget: `Err(Some(status))` if refused (413 over
+/// `max_body_bytes`, 503 over the budget, 408 late, 400 reset),
 /// `Err(None)` if the server terminates first.
 async fn read_whole(
     shared: &Shared,
     id: u64,
     incoming: Incoming,
+    share: &mut Share<'_>,
 ) -> Result<Vec<u8>, Option<StatusCode>> {
     let mut body = Streamed::new(incoming, &shared.settings, &shared.handle);
     let mut bytes = Vec::new();
@@ -620,7 +852,12 @@ async fn read_whole(
             return Poll::Ready(Err(None));
         }
         match Pin::new(&mut body).poll_next(cx) {
-            Poll::Ready(Some(Ok(data))) => bytes.extend_from_slice(&data),
+            Poll::Ready(Some(Ok(data))) => {
+                if !share.cover(bytes.len() + data.len()) {
+                    return Poll::Ready(Err(Some(over_budget())));
+                }
+                bytes.extend_from_slice(&data);
+            }
             Poll::Ready(Some(Err(e))) => {
                 return Poll::Ready(Err(Some(match e {
                     RequestBodyError::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
@@ -634,6 +871,14 @@ async fn read_whole(
     })
     .await
     .map(|()| bytes)
+}
+
+/// The answer to a body past the connection's budget (logged).
+fn over_budget() -> StatusCode {
+    tracing::debug!(
+        "the request bodies of the connection are over max_body_bytes_per_connection: 503"
+    );
+    StatusCode::SERVICE_UNAVAILABLE
 }
 
 /// A stream's body as it comes (its DATA frames): what a handler reads

@@ -7,6 +7,7 @@
 //! runtime runs.
 
 use crate::connection::Transport;
+use crate::frames::Frames;
 use proscenium::Handle;
 use std::future::Future;
 use std::io;
@@ -16,10 +17,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
+use tracing::Instrument;
 
 /// A connection's socket, shared with the connection task (which shuts it
-/// down and lingers on it once hyper is done), counting the reads and
-/// writes that moved bytes (the idle timeout's measure of progress).
+/// down and lingers on it once hyper is done), and what the frames that
+/// pass through it show ([`Seen`]).
 ///
 /// The stream is behind a mutex so that the connection task can have it
 /// back once hyper is done with it (hyper's HTTP/2 connection does not
@@ -28,14 +30,32 @@ use std::time::{Duration, Instant};
 #[derive(Debug)]
 pub(crate) struct Io<S> {
     stream: Arc<Mutex<S>>,
-    progress: Arc<AtomicU64>,
+    seen: Arc<Seen>,
+}
+
+/// What the frames read and written show the connection task: the
+/// measure of the idle timeout and of the header read timeout.
+///
+/// Written by [`Prefixed`]'s reads and writes, which hyper makes while the
+/// connection task polls its connection; read by the same task after
+/// those polls. Every access is Relaxed: one task writes and reads them,
+/// in program order (the scheduler's hand-over of the task from one
+/// worker to the next orders its polls), and they order nothing else.
+#[derive(Debug, Default)]
+struct Seen {
+    /// Writes that carried a DATA frame's payload: a response's content
+    /// the client's flow control let through and the socket took.
+    content_sent: AtomicU64,
+    /// The header block the client has open (`frames::Frames::open_block`):
+    /// its number shifted left once, with bit 0 set while it is open.
+    open_block: AtomicU64,
 }
 
 impl<S> Clone for Io<S> {
     fn clone(&self) -> Io<S> {
         Io {
             stream: Arc::clone(&self.stream),
-            progress: Arc::clone(&self.progress),
+            seen: Arc::clone(&self.seen),
         }
     }
 }
@@ -44,7 +64,7 @@ impl<S: Transport> Io<S> {
     pub(crate) fn new(stream: S) -> Io<S> {
         Io {
             stream: Arc::new(Mutex::new(stream)),
-            progress: Arc::new(AtomicU64::new(0)),
+            seen: Arc::default(),
         }
     }
 
@@ -55,31 +75,65 @@ impl<S: Transport> Io<S> {
         self.stream.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// How many reads and writes have moved bytes so far.
-    pub(crate) fn progress(&self) -> u64 {
-        // Relaxed: compared with an earlier reading by the same task (the
-        // connection's); the count orders nothing else.
-        self.progress.load(Ordering::Relaxed)
+    /// How many writes so far carried response content (DATA payload).
+    pub(crate) fn content_sent(&self) -> u64 {
+        // Relaxed: see `Seen`.
+        self.seen.content_sent.load(Ordering::Relaxed)
     }
 
-    fn moved(&self) {
-        // Relaxed: see `progress`.
-        self.progress.fetch_add(1, Ordering::Relaxed);
+    /// The number of the request header block the client has half sent,
+    /// if it has one open.
+    pub(crate) fn open_block(&self) -> Option<u64> {
+        // Relaxed: see `Seen`.
+        let word = self.seen.open_block.load(Ordering::Relaxed);
+        (word & 1 == 1).then_some(word >> 1)
     }
 }
 
+/// Follows `bytes`, just read from the client.
+fn have_read(incoming: &mut Frames, seen: &Seen, bytes: &[u8]) {
+    incoming.pass(bytes);
+    let word = match incoming.open_block() {
+        Some(block) => block << 1 | 1,
+        None => 0,
+    };
+    // Relaxed: see `Seen`.
+    seen.open_block.store(word, Ordering::Relaxed);
+}
+
 /// What hyper reads and writes: the connection's [`Io`], with the bytes
-/// already read (the preface and what came with it) served first.
+/// already read (the preface and what came with it) served first, and the
+/// frames of both directions followed ([`Frames`]).
 #[derive(Debug)]
 pub(crate) struct Prefixed<S> {
     io: Io<S>,
     read: Vec<u8>,
     at: usize,
+    incoming: Frames,
+    outgoing: Frames,
 }
 
 impl<S: Transport> Prefixed<S> {
     pub(crate) fn new(io: Io<S>, read: Vec<u8>) -> Prefixed<S> {
-        Prefixed { io, read, at: 0 }
+        Prefixed {
+            io,
+            read,
+            at: 0,
+            incoming: Frames::from_client(),
+            outgoing: Frames::from_server(),
+        }
+    }
+
+    /// Follows `bytes`, just written.
+    fn have_written<'a>(&mut self, bytes: impl IntoIterator<Item = &'a [u8]>) {
+        let mut content = false;
+        for piece in bytes {
+            content |= self.outgoing.pass(piece);
+        }
+        if content {
+            // Relaxed: see `Seen`.
+            self.io.seen.content_sent.fetch_add(1, Ordering::Relaxed);
+        }
     }
 }
 
@@ -89,13 +143,16 @@ impl<S: Transport> hyper::rt::Read for Prefixed<S> {
         cx: &mut Context<'_>,
         mut buf: hyper::rt::ReadBufCursor<'_>,
     ) -> Poll<io::Result<()>> {
-        if self.at < self.read.len() {
-            let n = buf.remaining().min(self.read.len() - self.at);
-            buf.put_slice(&self.read[self.at..self.at + n]);
-            self.at += n;
-            if self.at == self.read.len() {
-                self.read = Vec::new();
-                self.at = 0;
+        let this = &mut *self;
+        if this.at < this.read.len() {
+            let n = buf.remaining().min(this.read.len() - this.at);
+            let piece = &this.read[this.at..this.at + n];
+            buf.put_slice(piece);
+            have_read(&mut this.incoming, &this.io.seen, piece);
+            this.at += n;
+            if this.at == this.read.len() {
+                this.read = Vec::new();
+                this.at = 0;
             }
             return Poll::Ready(Ok(()));
         }
@@ -108,15 +165,14 @@ impl<S: Transport> hyper::rt::Read for Prefixed<S> {
             // SAFETY: every element was initialized just above, and
             // `MaybeUninit<u8>` has the layout of `u8`.
             let init = unsafe { &mut *(unfilled as *mut [MaybeUninit<u8>] as *mut [u8]) };
-            match Pin::new(&mut *self.io.stream()).poll_read(cx, init) {
+            let n = match Pin::new(&mut *this.io.stream()).poll_read(cx, init) {
                 Poll::Ready(Ok(n)) => n,
                 Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
                 Poll::Pending => return Poll::Pending,
-            }
+            };
+            have_read(&mut this.incoming, &this.io.seen, &init[..n]);
+            n
         };
-        if n > 0 {
-            self.io.moved();
-        }
         // SAFETY: the read initialized (and filled) the first `n` bytes.
         unsafe { buf.advance(n) };
         Poll::Ready(Ok(()))
@@ -125,29 +181,32 @@ impl<S: Transport> hyper::rt::Read for Prefixed<S> {
 
 impl<S: Transport> hyper::rt::Write for Prefixed<S> {
     fn poll_write(
-        self: Pin<&mut Self>,
+        mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         let written = Pin::new(&mut *self.io.stream()).poll_write(cx, buf);
         if let Poll::Ready(Ok(n)) = written {
-            if n > 0 {
-                self.io.moved();
-            }
+            self.have_written([&buf[..n]]);
         }
         written
     }
 
     fn poll_write_vectored(
-        self: Pin<&mut Self>,
+        mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         let written = Pin::new(&mut *self.io.stream()).poll_write_vectored(cx, bufs);
         if let Poll::Ready(Ok(n)) = written {
-            if n > 0 {
-                self.io.moved();
-            }
+            // The first `n` octets, across the slices.
+            let mut left = n;
+            let pieces = bufs.iter().map_while(|buf| {
+                let take = left.min(buf.len());
+                left -= take;
+                (take > 0).then(|| &buf[..take])
+            });
+            self.have_written(pieces);
         }
         written
     }
@@ -171,7 +230,9 @@ impl<S: Transport> hyper::rt::Write for Prefixed<S> {
 
 /// hyper's executor: its background futures (each HTTP/2 stream's
 /// service future and response) run as detached tasks on the scheduler's
-/// workers.
+/// workers, in the span hyper spawns them from (the connection's, whose
+/// task polls hyper's connection): a request's span is its connection's
+/// child, as on HTTP/1.1.
 #[derive(Debug, Clone)]
 pub(crate) struct SchedulerExecutor(pub(crate) Handle);
 
@@ -181,7 +242,7 @@ where
     F::Output: Send + 'static,
 {
     fn execute(&self, future: F) {
-        self.0.spawn_detached(future);
+        self.0.spawn_detached(future.in_current_span());
     }
 }
 

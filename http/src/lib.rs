@@ -30,7 +30,11 @@
 //! workers (hyper's runtime traits on the scheduler; no tokio runtime),
 //! with the same handler, limits, timeouts, counters and termination
 //! (GOAWAY, then the streams in flight finish or get the deadline
-//! response). HTTP/1.1 stays on this crate's own protocol layer
+//! response). A client cannot hold an HTTP/2 connection with a window it
+//! never opens (the idle timeout runs while every stream waits on it), a
+//! head it trickles (the header read timeout), or many bodies at once
+//! ([`ServerSettings::max_body_bytes_per_connection`]). HTTP/1.1 stays on
+//! this crate's own protocol layer
 //! (docs/decisions/0029-http-2-and-tls.md says why).
 //!
 //! **HTTPS** (feature `tls`): `ServerSettings::tls` with a `Tls`
@@ -97,8 +101,8 @@
 //! once the previous one is written, so a client that reads slowly slows
 //! the stream down instead of filling memory. [`ServerSettings`] bounds the
 //! rest (Akka's names where it has them, and a TOML form,
-//! [`ServerSettings::from_toml_str`]): head and body sizes, the idle
-//! timeout, the time a head or a body may take (slowloris, a trickled
+//! [`ServerSettings::from_toml_str`]): head and body sizes, the bytes of
+//! bodies one connection holds at once, the idle timeout, the time a head or a body may take (slowloris, a trickled
 //! body), the time a handler may take, the connections served
 //! at once (beyond, new ones wait in the listen backlog), and how long a
 //! closing connection lingers. See
@@ -138,6 +142,8 @@ mod config;
 mod connection;
 mod date;
 mod feed;
+#[cfg(feature = "http2")]
+mod frames;
 #[cfg(feature = "http2")]
 mod http2;
 #[cfg(feature = "http2")]

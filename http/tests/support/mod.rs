@@ -7,6 +7,8 @@
 #![allow(unreachable_pub)] // a test module: `pub` is for the test files
 #![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
 
+pub mod raw_h2;
+
 use http::{Request, Response, StatusCode};
 use proscenium::{ActorSystem, ShutdownConfig};
 use proscenium_http::{Body, Http, ServerBinding, ServerSettings};
@@ -240,6 +242,7 @@ pub fn poll_once<F: Future + Unpin>(future: &mut F, flag: &Arc<Flag>) -> Poll<F:
 #[derive(Debug, Clone)]
 pub struct SpanData {
     pub name: &'static str,
+    metadata: &'static tracing::Metadata<'static>,
     pub fields: HashMap<String, String>,
     pub parent: Option<u64>,
     /// Handles to it still alive (it closed at zero).
@@ -309,16 +312,29 @@ impl Capture {
         Mark(self.next_id.load(Ordering::Relaxed))
     }
 
+    /// The recording; one a panicking test left poisoned is whole (every
+    /// change under the lock is one insert or push).
+    fn recording(&self) -> std::sync::MutexGuard<'_, Recorded> {
+        self.recorded
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// Waits until `found` finds something in the recording; fails the test
     /// after [`PATIENCE`].
     pub fn wait_for<T>(&self, mut found: impl FnMut(&Recording<'_>) -> Option<T>) -> T {
-        let mut recorded = self.recorded.lock().unwrap();
+        let mut recorded = self.recording();
         loop {
             if let Some(t) = found(&Recording(&recorded)) {
                 return t;
             }
             let (next, timeout) = self.changed.wait_timeout(recorded, PATIENCE).unwrap();
-            assert!(!timeout.timed_out(), "the awaited trace never came");
+            if timeout.timed_out() {
+                // Not under the lock: a failed test leaves the recording
+                // usable by the tests that run on in this binary.
+                drop(next);
+                panic!("the awaited trace never came");
+            }
             recorded = next;
         }
     }
@@ -437,17 +453,18 @@ impl tracing::Subscriber for Subscriber {
         };
         let data = SpanData {
             name: span.metadata().name(),
+            metadata: span.metadata(),
             fields,
             parent,
             refs: 1,
         };
-        self.0.recorded.lock().unwrap().spans.insert(id, data);
+        self.0.recording().spans.insert(id, data);
         self.0.changed.notify_all();
         tracing::span::Id::from_u64(id)
     }
 
     fn record(&self, span: &tracing::span::Id, values: &tracing::span::Record<'_>) {
-        let mut recorded = self.0.recorded.lock().unwrap();
+        let mut recorded = self.0.recording();
         if let Some(data) = recorded.spans.get_mut(&span.into_u64()) {
             values.record(&mut Fields(&mut data.fields));
         }
@@ -465,31 +482,19 @@ impl tracing::Subscriber for Subscriber {
         } else {
             event.parent().map(tracing::span::Id::into_u64)
         };
-        self.0
-            .recorded
-            .lock()
-            .unwrap()
-            .events
-            .push(EventData { fields, span });
+        self.0.recording().events.push(EventData { fields, span });
         self.0.changed.notify_all();
     }
 
     fn clone_span(&self, span: &tracing::span::Id) -> tracing::span::Id {
-        if let Some(data) = self
-            .0
-            .recorded
-            .lock()
-            .unwrap()
-            .spans
-            .get_mut(&span.into_u64())
-        {
+        if let Some(data) = self.0.recording().spans.get_mut(&span.into_u64()) {
             data.refs += 1;
         }
         span.clone()
     }
 
     fn try_close(&self, span: tracing::span::Id) -> bool {
-        let mut recorded = self.0.recorded.lock().unwrap();
+        let mut recorded = self.0.recording();
         let closed = match recorded.spans.get_mut(&span.into_u64()) {
             Some(data) => {
                 data.refs = data.refs.saturating_sub(1);
@@ -504,6 +509,19 @@ impl tracing::Subscriber for Subscriber {
 
     fn enter(&self, span: &tracing::span::Id) {
         ENTERED.with(|e| e.borrow_mut().push(span.into_u64()));
+    }
+
+    /// The innermost span entered on this thread (what `Span::current()`
+    /// and `in_current_span` take).
+    fn current_span(&self) -> tracing_core::span::Current {
+        let recording = self.0.recording();
+        let current = current_span().and_then(|id| Some((id, recording.spans.get(&id)?.metadata)));
+        match current {
+            Some((id, metadata)) => {
+                tracing_core::span::Current::new(tracing::span::Id::from_u64(id), metadata)
+            }
+            None => tracing_core::span::Current::none(),
+        }
     }
 
     fn exit(&self, span: &tracing::span::Id) {
