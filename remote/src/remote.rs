@@ -442,6 +442,28 @@ impl Remote {
         &self.inner.shared.settings.node
     }
 
+    /// The node's NATS connection, for crates built on the remote layer
+    /// (proscenium-cluster keeps its shard ownership in a JetStream
+    /// key-value bucket on it). What is published on it directly is not
+    /// signed with the cluster key.
+    pub fn nats_client(&self) -> async_nats::Client {
+        self.inner.shared.client.clone()
+    }
+
+    /// The tokio runtime the node's NATS client runs on (one worker
+    /// thread), for crates built on the remote layer: their tasks on the
+    /// connection run there. It lives as long as the `Remote` (and the
+    /// refs made from it).
+    pub fn runtime(&self) -> tokio::runtime::Handle {
+        self.inner.handle.clone()
+    }
+
+    /// The system this node belongs to (an engine-internal handle: it does
+    /// not keep the system alive).
+    pub fn system(&self) -> &ActorSystem {
+        &self.inner.shared.system
+    }
+
     /// The settings it connected with.
     pub fn settings(&self) -> &RemoteSettings {
         &self.inner.shared.settings

@@ -1,0 +1,285 @@
+//! This node's lease, `n.<node>` in the bucket: registered with `create`
+//! under a new incarnation, renewed by compare-and-set every renewal
+//! interval, and the fence that comes with it.
+//!
+//! *The fence.* A node may run entities only while it holds its lease by
+//! its own clock: until the time its last successful renewal was *sent*,
+//! plus the lease timeout, less the fencing margin. Another node takes its
+//! shards only once it has seen that renewal's revision unchanged for the
+//! whole lease timeout, on its own clock, counted from when it saw it (no
+//! earlier than the renewal was written, so no earlier than it was sent).
+//! With clocks that run at about the same rate (the margin is the room
+//! for the difference and for stopping the entities), the fence falls
+//! before any takeover: one live activation per entity. The node checks
+//! its deadline on its monotonic clock (a pause of the process is time
+//! passing: it wakes up fenced).
+//!
+//! *A renewal that fails* for a compare-and-set (the lease was deleted by
+//! a node that saw it expire, or taken by another run of this node) fences
+//! at once: this incarnation is over. One that fails otherwise (the server
+//! away) is tried again, until the deadline fences. Fenced, the node
+//! registers again under a new incarnation once its old lease is gone:
+//! shards of the old one are never run again (they are re-allocated).
+//!
+//! *A lease held by another run of this node's name* (a crashed process,
+//! restarted quickly): registering waits until that lease has been seen
+//! unchanged for the lease timeout, deletes it by compare-and-set, then
+//! creates its own.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use async_nats::jetstream::kv;
+use tokio::sync::Notify;
+
+use crate::store::{encode, lease_key, NodeLease};
+
+/// The state of this node's lease, shared with the regions.
+pub(crate) struct LeaseState {
+    /// Fenced: no entity may run. Release/Acquire: the incarnation is
+    /// written before `fenced` is cleared, and read after it is seen clear.
+    fenced: AtomicBool,
+    inc: Mutex<u128>,
+    /// The deadline by this node's clock, while not fenced.
+    deadline: Mutex<Option<Instant>>,
+    /// Leaving (coordinated shutdown): the next renewal says so, and the
+    /// lease is deleted at the end.
+    leaving: AtomicBool,
+    /// Wakes whoever waits for a change (registration, fence).
+    pub(crate) changed: Notify,
+    listeners: Mutex<Vec<Box<dyn Fn() + Send + Sync>>>,
+}
+
+impl LeaseState {
+    pub(crate) fn new() -> Arc<LeaseState> {
+        Arc::new(LeaseState {
+            fenced: AtomicBool::new(true),
+            inc: Mutex::new(0),
+            deadline: Mutex::new(None),
+            leaving: AtomicBool::new(false),
+            changed: Notify::new(),
+            listeners: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Whether this node may run entities now: registered, and its
+    /// deadline not passed (checked on the clock, not only by the task).
+    pub(crate) fn holds(&self) -> bool {
+        // Acquire: pairs with the Release store in `registered`.
+        !self.fenced.load(Ordering::Acquire)
+            && self
+                .deadline
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .is_some_and(|d| Instant::now() < d)
+    }
+
+    pub(crate) fn is_fenced(&self) -> bool {
+        // Acquire: as in `holds`.
+        self.fenced.load(Ordering::Acquire)
+    }
+
+    /// The current incarnation (0 before the first registration).
+    pub(crate) fn incarnation(&self) -> u128 {
+        *self.inc.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn set_leaving(&self) {
+        // Relaxed: read by the lease task at its next renewal.
+        self.leaving.store(true, Ordering::Relaxed);
+    }
+
+    pub(crate) fn is_leaving(&self) -> bool {
+        // Relaxed: see `set_leaving`.
+        self.leaving.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn listen(&self, f: impl Fn() + Send + Sync + 'static) {
+        self.listeners
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Box::new(f));
+    }
+
+    fn tell_listeners(&self) {
+        self.changed.notify_waiters();
+        for f in self
+            .listeners
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+        {
+            f();
+        }
+    }
+
+    fn registered(&self, inc: u128, deadline: Instant) {
+        *self.inc.lock().unwrap_or_else(|e| e.into_inner()) = inc;
+        *self.deadline.lock().unwrap_or_else(|e| e.into_inner()) = Some(deadline);
+        // Release: pairs with the Acquire loads in `holds`.
+        self.fenced.store(false, Ordering::Release);
+        self.tell_listeners();
+    }
+
+    fn renewed(&self, deadline: Instant) {
+        *self.deadline.lock().unwrap_or_else(|e| e.into_inner()) = Some(deadline);
+    }
+
+    fn fence(&self, why: &str, node: &str) {
+        // Release: as in `registered`.
+        if !self.fenced.swap(true, Ordering::AcqRel) {
+            tracing::warn!(node, "cluster: fenced ({why}): this node's entities stop");
+        }
+        *self.deadline.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        self.tell_listeners();
+    }
+}
+
+/// The lease's timing.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Timing {
+    pub(crate) timeout: Duration,
+    pub(crate) renew: Duration,
+    pub(crate) margin: Duration,
+}
+
+impl Timing {
+    fn deadline(&self, sent: Instant) -> Instant {
+        sent + (self.timeout - self.margin)
+    }
+}
+
+fn random_inc() -> u128 {
+    // Two u64s of the system's randomness, through std's RandomState
+    // (SipHash keys from the OS): no further crate for 128 bits that only
+    // need to be unique.
+    use std::hash::{BuildHasher, Hasher};
+    let half = || {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos()),
+        );
+        h.finish()
+    };
+    (u128::from(half()) << 64) | u128::from(half())
+}
+
+/// Registers under a new incarnation: `create`, or, while another run
+/// holds the key, waits until its revision has been unchanged for the
+/// lease timeout and deletes it by compare-and-set. Returns the
+/// incarnation, the lease's revision and when its write was sent.
+async fn register(store: &kv::Store, node: &str, timing: Timing) -> (u128, u64, Instant) {
+    let key = lease_key(node);
+    let inc = random_inc();
+    let value = encode(&NodeLease {
+        inc,
+        leaving: false,
+    });
+    // The other run's revision, and since when it is unchanged here.
+    let mut held: Option<(u64, Instant)> = None;
+    loop {
+        let sent = Instant::now();
+        match store.create(&key, value.clone()).await {
+            Ok(rev) => return (inc, rev, sent),
+            Err(e) if e.kind() == kv::CreateErrorKind::AlreadyExists => {
+                match store.entry(&key).await {
+                    Ok(Some(entry)) if entry.operation == kv::Operation::Put => {
+                        let rev = entry.revision;
+                        match held {
+                            Some((r, since)) if r == rev && since.elapsed() >= timing.timeout => {
+                                // Expired as seen here: delete it (fails if
+                                // it was renewed meanwhile).
+                                let _ = store.delete_expect_revision(&key, Some(rev)).await;
+                                held = None;
+                                continue;
+                            }
+                            Some((r, _)) if r == rev => {}
+                            _ => {
+                                tracing::info!(
+                                    node,
+                                    "cluster: another run of this node holds its lease; \
+                                     waiting for it to expire"
+                                );
+                                held = Some((rev, Instant::now()));
+                            }
+                        }
+                    }
+                    // Deleted meanwhile: create again.
+                    Ok(_) => {
+                        held = None;
+                        continue;
+                    }
+                    Err(e) => tracing::warn!(error = %e, "cluster: reading a lease"),
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "cluster: registering the lease"),
+        }
+        tokio::time::sleep(timing.renew).await;
+    }
+}
+
+/// The lease task: registers, renews, fences, registers again, until the
+/// node leaves (then the lease is deleted by compare-and-set).
+pub(crate) async fn run(
+    store: kv::Store,
+    node: String,
+    timing: Timing,
+    state: Arc<LeaseState>,
+    leave: Arc<Notify>,
+) {
+    let key = lease_key(&node);
+    loop {
+        let (inc, mut rev, sent) = register(&store, &node, timing).await;
+        let mut deadline = timing.deadline(sent);
+        state.registered(inc, deadline);
+        tracing::info!(node = %node, inc = %format!("{inc:032x}"), "cluster: lease held");
+        let mut announced_leaving = false;
+        let left = loop {
+            let next = Instant::now() + timing.renew;
+            tokio::select! {
+                () = tokio::time::sleep_until(next.min(deadline).into()) => {}
+                () = leave.notified() => break true,
+            }
+            if Instant::now() >= deadline {
+                state.fence("its lease could not be renewed in time", &node);
+                break false;
+            }
+            let leaving = state.is_leaving();
+            let value = encode(&NodeLease { inc, leaving });
+            let sent = Instant::now();
+            match tokio::time::timeout_at(deadline.into(), store.update(&key, value, rev)).await {
+                Ok(Ok(r)) => {
+                    rev = r;
+                    deadline = timing.deadline(sent);
+                    state.renewed(deadline);
+                    announced_leaving = leaving;
+                }
+                Ok(Err(e)) if e.kind() == kv::UpdateErrorKind::WrongLastRevision => {
+                    state.fence("its lease was taken (seen expired elsewhere)", &node);
+                    break false;
+                }
+                Ok(Err(e)) => {
+                    tracing::warn!(node = %node, error = %e, "cluster: renewing the lease (tried again)");
+                }
+                Err(_) => {
+                    state.fence("its lease could not be renewed in time", &node);
+                    break false;
+                }
+            }
+        };
+        if left {
+            let _ = announced_leaving;
+            state.fence("it left the cluster", &node);
+            if let Err(e) = store.delete_expect_revision(&key, Some(rev)).await {
+                tracing::warn!(node = %node, error = %e, "cluster: deleting the lease on leaving");
+            }
+            return;
+        }
+        // Fenced: a new incarnation, after a pause (its old lease is
+        // deleted by whoever saw it expire, or waited out by `register`).
+        tokio::time::sleep(timing.renew).await;
+    }
+}

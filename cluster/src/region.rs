@@ -1,0 +1,586 @@
+//! A region: one per entity type on each node, an actor that routes each
+//! message for an entity to the node that runs its shard, runs the
+//! shards allocated to this node (their entities are its children), and
+//! holds messages while a shard is being allocated or moved.
+//!
+//! Routing, for a message to entity `id` (shard `s`), by this node's view
+//! of the bucket:
+//!
+//! * `s` allocated to this node's current incarnation, and the node holds
+//!   its lease (by its own clock): delivered to the entity, started on its
+//!   first message (its props from the type's factory, with the
+//!   allocation's revision as its fencing token);
+//! * allocated to another node whose lease is live here: sent to that
+//!   node's region (a remote tell, signed like every remote message), at
+//!   most twice forwarded (a sender's view can lag: the receiver routes by
+//!   its own);
+//! * free, or allocated to an incarnation that is gone (its lease expired
+//!   here, deleted, or replaced): held (bounded: `buffer-size` for all of a
+//!   region's shards, past it a dead letter), and the shard allocated by
+//!   compare-and-set (below); held messages go on once the view shows the
+//!   new owner.
+//!
+//! Allocation, by any region that needs a shard, every step a
+//! compare-and-set on the revision it read: a free shard is created for
+//! the least-loaded live node (ties by name); a shard of an expired lease
+//! is taken only after that lease has been deleted at the revision seen
+//! unchanged for the lease timeout (so the node that held it, fenced by its
+//! own clock before then, cannot renew and run it again); a shard of a
+//! deleted or replaced lease is updated to the new owner at once.
+//!
+//! A shard this node no longer owns by the view, or runs while it does not
+//! hold its lease, has its entities stopped: at a fence, every entity.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_nats::jetstream::kv;
+use proscenium::{Actor, ActorId, ActorRef, Context, Outcome, Props};
+use proscenium_remote::{RemoteRef, RemoteReply};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::shard::shard_of;
+use crate::store::{encode, lease_key, shard_key, ShardRecord};
+use crate::view::Owner;
+use crate::Core;
+
+/// How many times a message may be forwarded between regions before it
+/// is held where it is (until the view settles).
+const MAX_HOPS: u8 = 2;
+
+/// What an entity is told when it starts: who it is, and the fencing token
+/// of its shard's allocation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct EntityInfo {
+    /// The entity type.
+    pub entity_type: String,
+    /// The entity's id.
+    pub id: String,
+    /// Its shard.
+    pub shard: u32,
+    /// The revision of the shard's allocation to this node: it only rises
+    /// for a shard, so a store that keeps an entity's state can refuse
+    /// writes with a token older than the newest it has seen (an old owner
+    /// that has not noticed its fence).
+    pub fencing_token: u64,
+}
+
+/// The message of a region between nodes.
+#[derive(Serialize, Deserialize)]
+pub(crate) struct Wire<M> {
+    id: String,
+    msg: M,
+    hops: u8,
+}
+
+/// What a region is told.
+pub(crate) enum RegionCmd<M> {
+    /// A message for an entity.
+    Send { id: String, msg: M, hops: u8 },
+    /// The view or this node's lease changed, or the periodic look.
+    Recheck,
+    /// An allocation of the shard was tried.
+    Allocated(u32),
+    /// The node leaves: stop the hosted entities and free their shards.
+    HandOffAll(tokio::sync::oneshot::Sender<()>),
+}
+
+impl<M> From<Wire<M>> for RegionCmd<M> {
+    fn from(w: Wire<M>) -> Self {
+        RegionCmd::Send {
+            id: w.id,
+            msg: w.msg,
+            hops: w.hops,
+        }
+    }
+}
+
+/// A region of one entity type on this node: hands out [`EntityRef`]s.
+/// Cheap to clone.
+pub struct Region<M: Send + 'static> {
+    pub(crate) actor: ActorRef<RegionCmd<M>>,
+    pub(crate) entity_type: Arc<str>,
+}
+
+impl<M: Send + 'static> Clone for Region<M> {
+    fn clone(&self) -> Self {
+        Region {
+            actor: self.actor.clone(),
+            entity_type: Arc::clone(&self.entity_type),
+        }
+    }
+}
+
+impl<M: Send + 'static> std::fmt::Debug for Region<M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Region")
+            .field("entity_type", &self.entity_type)
+            .finish()
+    }
+}
+
+impl<M: Send + 'static> Region<M> {
+    /// The entity type.
+    pub fn entity_type(&self) -> &str {
+        &self.entity_type
+    }
+
+    /// A reference to entity `id`, wherever it runs (or will).
+    pub fn entity_ref(&self, id: impl Into<String>) -> EntityRef<M> {
+        EntityRef {
+            region: self.actor.clone(),
+            id: id.into().into(),
+        }
+    }
+}
+
+/// A reference to one entity, by id: tell and ask from any node, whether
+/// the entity runs here, elsewhere, or not yet. Cheap to clone.
+///
+/// Delivery is at most once, as a remote tell: a message in flight when
+/// its owner crashes, or past a region's buffer, is lost (a dead letter
+/// where it is known). Messages from one node to one entity keep their
+/// order while its shard stays where it is.
+pub struct EntityRef<M: Send + 'static> {
+    region: ActorRef<RegionCmd<M>>,
+    id: Arc<str>,
+}
+
+impl<M: Send + 'static> Clone for EntityRef<M> {
+    fn clone(&self) -> Self {
+        EntityRef {
+            region: self.region.clone(),
+            id: Arc::clone(&self.id),
+        }
+    }
+}
+
+impl<M: Send + 'static> std::fmt::Debug for EntityRef<M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EntityRef").field("id", &self.id).finish()
+    }
+}
+
+impl<M: Serialize + DeserializeOwned + Send + 'static> EntityRef<M> {
+    /// The entity's id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Sends `msg` to the entity (through this node's region).
+    pub fn tell(&self, msg: M) {
+        self.region.tell(RegionCmd::Send {
+            id: self.id.to_string(),
+            msg,
+            hops: 0,
+        });
+    }
+
+    /// Sends `make(reply)` and waits for the reply, up to `timeout`: the
+    /// entity answers the [`RemoteReply`] wherever it runs. A future (with
+    /// a blocking `wait` for plain threads), as a local ask.
+    pub fn ask<R>(
+        &self,
+        make: impl FnOnce(RemoteReply<R>) -> M,
+        timeout: Duration,
+    ) -> proscenium::Ask<R>
+    where
+        R: Serialize + DeserializeOwned + Send + 'static,
+    {
+        let id = self.id.to_string();
+        self.region.ask(
+            move |reply| RegionCmd::Send {
+                id,
+                msg: make(RemoteReply::from(reply)),
+                hops: 0,
+            },
+            timeout,
+        )
+    }
+}
+
+/// A shard this node runs.
+struct Hosted<M: Send + 'static> {
+    inc: u128,
+    token: u64,
+    entities: HashMap<String, ActorRef<M>>,
+}
+
+pub(crate) type Factory<A> = Arc<dyn Fn(&EntityInfo) -> Props<A> + Send + Sync>;
+
+pub(crate) struct RegionActor<A: Actor> {
+    pub(crate) entity_type: Arc<str>,
+    pub(crate) shards: u32,
+    pub(crate) core: Arc<Core>,
+    pub(crate) factory: Factory<A>,
+    hosted: HashMap<u32, Hosted<A::Msg>>,
+    /// Entity actors to their shard and id.
+    by_actor: HashMap<ActorId, (u32, String)>,
+    held: HashMap<u32, VecDeque<(String, A::Msg, u8)>>,
+    held_count: usize,
+    allocating: HashSet<u32>,
+    peers: HashMap<String, RemoteRef<Wire<A::Msg>>>,
+    /// Freed on leaving: never allocated here again.
+    leaving: bool,
+}
+
+impl<A> RegionActor<A>
+where
+    A: Actor,
+    A::Msg: Serialize + DeserializeOwned + Send + 'static,
+{
+    pub(crate) fn new(
+        entity_type: Arc<str>,
+        shards: u32,
+        core: Arc<Core>,
+        factory: Factory<A>,
+    ) -> Self {
+        RegionActor {
+            entity_type,
+            shards,
+            core,
+            factory,
+            hosted: HashMap::new(),
+            by_actor: HashMap::new(),
+            held: HashMap::new(),
+            held_count: 0,
+            allocating: HashSet::new(),
+            peers: HashMap::new(),
+            leaving: false,
+        }
+    }
+
+    /// Routes a message; behind the messages held for its shard, if any
+    /// (per-sender order: a message never overtakes one held before it).
+    fn route(&mut self, ctx: &mut Context<Self>, id: String, msg: A::Msg, hops: u8) {
+        let shard = shard_of(&id, self.shards);
+        if self.held.contains_key(&shard) {
+            self.hold(shard, id, msg, hops);
+            self.flush(ctx, shard);
+        } else {
+            self.route_now(ctx, shard, id, msg, hops);
+        }
+    }
+
+    /// Routes what is held for `shard`, in order, once it has a live owner
+    /// (or allocates it).
+    fn flush(&mut self, ctx: &mut Context<Self>, shard: u32) {
+        let live = {
+            let st = self.core.view.lock();
+            matches!(
+                self.core.view.owner(&st, &self.entity_type, shard),
+                Owner::Live { .. }
+            )
+        };
+        if !live {
+            self.allocate(ctx, shard);
+            return;
+        }
+        if let Some(queue) = self.held.remove(&shard) {
+            self.held_count -= queue.len();
+            for (id, msg, hops) in queue {
+                self.route_now(ctx, shard, id, msg, hops);
+            }
+        }
+    }
+
+    fn route_now(
+        &mut self,
+        ctx: &mut Context<Self>,
+        shard: u32,
+        id: String,
+        msg: A::Msg,
+        hops: u8,
+    ) {
+        let me = self.core.node.as_str();
+        let owner = {
+            let st = self.core.view.lock();
+            self.core.view.owner(&st, &self.entity_type, shard)
+        };
+        match owner {
+            Owner::Live { node, inc, token } if node == me => {
+                if inc == self.core.lease.incarnation() && self.core.lease.holds() && !self.leaving
+                {
+                    self.deliver(ctx, shard, inc, token, id, msg);
+                } else {
+                    // Not ours to run now (fenced, or an older run's): held
+                    // until it is allocated again.
+                    self.hold(shard, id, msg, hops);
+                }
+            }
+            Owner::Live { node, .. } => {
+                if hops >= MAX_HOPS {
+                    self.hold(shard, id, msg, hops);
+                } else {
+                    self.forward(&node, id, msg, hops + 1);
+                }
+            }
+            Owner::Free | Owner::Orphaned { .. } => {
+                self.hold(shard, id, msg, hops);
+                self.allocate(ctx, shard);
+            }
+        }
+    }
+
+    fn forward(&mut self, node: &str, id: String, msg: A::Msg, hops: u8) {
+        let peer = match self.peers.get(node) {
+            Some(p) => p,
+            None => {
+                let name = region_name(&self.entity_type, node);
+                match self.core.remote.actor_ref::<Wire<A::Msg>>(&name) {
+                    Ok(r) => self.peers.entry(node.to_owned()).or_insert(r),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cluster: no reference to a region");
+                        return;
+                    }
+                }
+            }
+        };
+        if let Err(e) = peer.tell(Wire { id, msg, hops }) {
+            // At most once: counted where remote tells are.
+            tracing::debug!(node, error = %e, "cluster: a message to a region was not sent");
+        }
+    }
+
+    fn hold(&mut self, shard: u32, id: String, msg: A::Msg, hops: u8) {
+        if self.held_count >= self.core.settings.buffer_size {
+            self.core
+                .remote
+                .system()
+                .publish_dead_letter(None, HeldOverflow { id });
+            return;
+        }
+        self.held_count += 1;
+        self.held
+            .entry(shard)
+            .or_default()
+            .push_back((id, msg, hops));
+    }
+
+    fn deliver(
+        &mut self,
+        ctx: &mut Context<Self>,
+        shard: u32,
+        inc: u128,
+        token: u64,
+        id: String,
+        msg: A::Msg,
+    ) {
+        if self
+            .hosted
+            .get(&shard)
+            .is_some_and(|h| h.inc != inc || h.token != token)
+        {
+            // An older allocation of it to this node: its entities go.
+            self.unhost(ctx, shard);
+        }
+        let hosted = self.hosted.entry(shard).or_insert_with(|| Hosted {
+            inc,
+            token,
+            entities: HashMap::new(),
+        });
+        let entity = match hosted.entities.get(&id) {
+            Some(e) => e.clone(),
+            None => {
+                let info = EntityInfo {
+                    entity_type: self.entity_type.to_string(),
+                    id: id.clone(),
+                    shard,
+                    fencing_token: token,
+                };
+                let props = (self.factory)(&info);
+                match ctx.spawn_anonymous(props) {
+                    Ok(e) => {
+                        ctx.watch(&e.id());
+                        self.by_actor.insert(e.id(), (shard, id.clone()));
+                        hosted.entities.insert(id, e.clone());
+                        e
+                    }
+                    Err(err) => {
+                        tracing::warn!(error = %err, "cluster: an entity could not start");
+                        return;
+                    }
+                }
+            }
+        };
+        entity.tell(msg);
+    }
+
+    /// Stops the entities of `shard` and forgets it.
+    fn unhost(&mut self, ctx: &mut Context<Self>, shard: u32) {
+        if let Some(h) = self.hosted.remove(&shard) {
+            for e in h.entities.values() {
+                let id = e.id();
+                self.by_actor.remove(&id);
+                ctx.stop(&id);
+            }
+        }
+    }
+
+    fn recheck(&mut self, ctx: &mut Context<Self>) {
+        let holds = self.core.lease.holds() && !self.leaving;
+        let my_inc = self.core.lease.incarnation();
+        let me = self.core.node.clone();
+        let gone: Vec<u32> = {
+            let st = self.core.view.lock();
+            self.hosted
+                .iter()
+                .filter(|(shard, h)| {
+                    !holds
+                        || h.inc != my_inc
+                        || !matches!(
+                            self.core.view.owner(&st, &self.entity_type, **shard),
+                            Owner::Live { ref node, inc, token }
+                                if *node == me && inc == h.inc && token == h.token
+                        )
+                })
+                .map(|(s, _)| *s)
+                .collect()
+        };
+        for shard in gone {
+            self.unhost(ctx, shard);
+        }
+        let shards: Vec<u32> = self.held.keys().copied().collect();
+        for shard in shards {
+            self.flush(ctx, shard);
+        }
+    }
+
+    fn allocate(&mut self, ctx: &mut Context<Self>, shard: u32) {
+        if !self.allocating.insert(shard) {
+            return;
+        }
+        let core = Arc::clone(&self.core);
+        let entity_type = Arc::clone(&self.entity_type);
+        let task = self
+            .core
+            .remote
+            .runtime()
+            .spawn(async move { allocate(&core, &entity_type, shard).await });
+        ctx.pipe_to_self(task, move |_| RegionCmd::Allocated(shard));
+    }
+
+    /// Leaving: every hosted shard's entities stopped, its record deleted
+    /// (compare-and-set on its revision): free for the others.
+    fn hand_off_all(&mut self, ctx: &mut Context<Self>, done: tokio::sync::oneshot::Sender<()>) {
+        self.leaving = true;
+        let shards: Vec<(u32, u64)> = self.hosted.iter().map(|(s, h)| (*s, h.token)).collect();
+        for (shard, _) in &shards {
+            self.unhost(ctx, *shard);
+        }
+        let store = self.core.store.clone();
+        let entity_type = Arc::clone(&self.entity_type);
+        self.core.remote.runtime().spawn(async move {
+            for (shard, token) in shards {
+                let _ = store
+                    .delete_expect_revision(shard_key(&entity_type, shard), Some(token))
+                    .await;
+            }
+            let _ = done.send(());
+        });
+    }
+}
+
+/// A message a region could not hold (its buffer was full): a dead letter.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct HeldOverflow {
+    /// The entity it was for.
+    pub id: String,
+}
+
+pub(crate) fn region_name(entity_type: &str, node: &str) -> String {
+    format!("shard-{entity_type}-{node}")
+}
+
+/// One allocation step for `shard`, by compare-and-set (see the module
+/// docs); whatever the outcome, the region looks again when the view
+/// changes.
+async fn allocate(core: &Core, entity_type: &str, shard: u32) {
+    let (owner, target) = {
+        let st = core.view.lock();
+        let owner = core.view.owner(&st, entity_type, shard);
+        let target = core
+            .view
+            .load(&st, entity_type)
+            .into_iter()
+            .min_by(|a, b| a.2.cmp(&b.2).then_with(|| a.0.cmp(&b.0)))
+            .map(|(node, inc, _)| ShardRecord { node, inc });
+        (owner, target)
+    };
+    let key = shard_key(entity_type, shard);
+    let store: &kv::Store = &core.store;
+    match owner {
+        Owner::Live { .. } => {}
+        Owner::Free => {
+            if let Some(target) = target {
+                let _ = store.create(&key, encode(&target)).await;
+            }
+        }
+        Owner::Orphaned {
+            record_rev,
+            node,
+            lease_rev,
+        } => {
+            if let Some(lease_rev) = lease_rev {
+                // Seen unchanged for the lease timeout here: deleted at that
+                // revision (fails if it was renewed meanwhile), and only
+                // then is its shard taken (at the next look).
+                if let Err(e) = store
+                    .delete_expect_revision(lease_key(&node), Some(lease_rev))
+                    .await
+                {
+                    tracing::debug!(node, error = %e, "cluster: an expired lease was not deleted");
+                } else {
+                    tracing::info!(node, "cluster: a node's lease expired: deleted");
+                }
+                return;
+            }
+            if let Some(target) = target {
+                let _ = store.update(&key, encode(&target), record_rev).await;
+            }
+        }
+    }
+}
+
+impl<A> Actor for RegionActor<A>
+where
+    A: Actor,
+    A::Msg: Serialize + DeserializeOwned + Send + 'static,
+{
+    type Msg = RegionCmd<A::Msg>;
+
+    fn pre_start(&mut self, ctx: &mut Context<Self>) -> Outcome {
+        // The periodic look: held messages are routed again and allocations
+        // retried even when nothing in the view changes.
+        let every = self.core.settings.lease_renew_interval;
+        let _periodic = ctx.tell_every_with(every, every, || RegionCmd::Recheck);
+        Ok(())
+    }
+
+    fn receive(&mut self, ctx: &mut Context<Self>, msg: Self::Msg) -> Outcome {
+        match msg {
+            RegionCmd::Send { id, msg, hops } => self.route(ctx, id, msg, hops),
+            RegionCmd::Recheck => self.recheck(ctx),
+            RegionCmd::Allocated(shard) => {
+                self.allocating.remove(&shard);
+            }
+            RegionCmd::HandOffAll(done) => self.hand_off_all(ctx, done),
+        }
+        Ok(())
+    }
+
+    fn on_terminated(&mut self, _ctx: &mut Context<Self>, who: ActorId) -> Outcome {
+        if let Some((shard, id)) = self.by_actor.remove(&who) {
+            if let Some(h) = self.hosted.get_mut(&shard) {
+                if h.entities.get(&id).is_some_and(|e| e.id() == who) {
+                    h.entities.remove(&id);
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,138 @@
+//! [`ClusterSettings`]: the timing of node leases and the limits of the
+//! regions, one set per node (every node of a cluster should use the
+//! same).
+
+use std::time::Duration;
+
+use crate::error::ClusterError;
+
+/// How a node takes part in sharding. Defaults after Akka's, where Akka
+/// has the setting (`number-of-shards`, `buffer-size`).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ClusterSettings {
+    /// Shards per entity type (default 1,000, Akka's: about ten times the
+    /// most nodes planned). Stored in the bucket by the first node that
+    /// starts a region of the type; a node configured with another number
+    /// refuses to start the region ([`ClusterError::ShardCountMismatch`]).
+    pub shards: u32,
+    /// How long a node's lease lives without a renewal (default 6 s). A
+    /// node that cannot renew stops its entities before this has passed
+    /// since its last renewal was sent; other nodes take its shards once
+    /// they have seen the lease unchanged this long, on their own clocks.
+    /// The gap after a crash is about this long.
+    pub lease_timeout: Duration,
+    /// How often a node renews its lease (default 1 s; well below
+    /// `lease_timeout`, so that a lost renewal or two fence nobody).
+    pub lease_renew_interval: Duration,
+    /// How much earlier than `lease_timeout` after its last renewal was
+    /// sent a node fences itself (default 1 s): room for the clocks of two
+    /// nodes running at slightly different rates, and for its entities'
+    /// stop.
+    pub fence_margin: Duration,
+    /// Messages a region holds for shards not yet located (being allocated,
+    /// or moving), all shards together (default 100,000, Akka's
+    /// `buffer-size`). Past it a message is a dead letter.
+    pub buffer_size: usize,
+    /// Replicas of the bucket when this node is the one that creates it
+    /// (default 1; 3 in production, on a NATS cluster of three servers or
+    /// more: JetStream's RAFT majority is then what decides ownership).
+    pub bucket_replicas: usize,
+}
+
+impl Default for ClusterSettings {
+    fn default() -> ClusterSettings {
+        ClusterSettings {
+            shards: 1000,
+            lease_timeout: Duration::from_secs(6),
+            lease_renew_interval: Duration::from_secs(1),
+            fence_margin: Duration::from_secs(1),
+            buffer_size: 100_000,
+            bucket_replicas: 1,
+        }
+    }
+}
+
+impl ClusterSettings {
+    /// Sets the number of shards per entity type.
+    pub fn shards(mut self, shards: u32) -> ClusterSettings {
+        self.shards = shards;
+        self
+    }
+
+    /// Sets the lease's timeout, renewal interval and fencing margin.
+    pub fn lease(
+        mut self,
+        timeout: Duration,
+        renew: Duration,
+        margin: Duration,
+    ) -> ClusterSettings {
+        self.lease_timeout = timeout;
+        self.lease_renew_interval = renew;
+        self.fence_margin = margin;
+        self
+    }
+
+    /// Sets the replicas of the bucket, when this node creates it (R3 in
+    /// production: a NATS cluster of three servers or more; default 1).
+    pub fn bucket_replicas(mut self, replicas: usize) -> ClusterSettings {
+        self.bucket_replicas = replicas;
+        self
+    }
+
+    /// Checks the settings: at least one shard, a renewal interval and a
+    /// margin that leave a renewal time to land before the fence.
+    pub fn validate(&self) -> Result<(), ClusterError> {
+        let bad = |key: &str, expected: &str| {
+            Err(ClusterError::Settings(format!(
+                "cluster.{key}: expected {expected}"
+            )))
+        };
+        if self.shards == 0 {
+            return bad("shards", "a positive number of shards");
+        }
+        if self.lease_renew_interval.is_zero() {
+            return bad("lease-renew-interval", "a positive duration");
+        }
+        if self.fence_margin >= self.lease_timeout {
+            return bad("fence-margin", "a duration shorter than lease-timeout");
+        }
+        if self.lease_renew_interval * 2 > self.lease_timeout - self.fence_margin {
+            return bad(
+                "lease-renew-interval",
+                "at most half of lease-timeout less fence-margin (a lost renewal must not fence)",
+            );
+        }
+        if self.buffer_size == 0 {
+            return bad("buffer-size", "a positive number of messages");
+        }
+        if self.bucket_replicas == 0 || self.bucket_replicas > 5 {
+            return bad("bucket-replicas", "1 to 5 (JetStream's limit)");
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_that_would_fence_a_healthy_node_are_refused() {
+        assert!(ClusterSettings::default().validate().is_ok());
+        let s = |t, r, m| {
+            ClusterSettings::default()
+                .lease(
+                    Duration::from_millis(t),
+                    Duration::from_millis(r),
+                    Duration::from_millis(m),
+                )
+                .validate()
+        };
+        assert!(s(6000, 1000, 1000).is_ok());
+        assert!(s(6000, 3000, 1000).is_err(), "one lost renewal would fence");
+        assert!(s(1000, 100, 1000).is_err(), "the margin eats the lease");
+        assert!(s(1000, 0, 100).is_err());
+        assert!(ClusterSettings::default().shards(0).validate().is_err());
+    }
+}

