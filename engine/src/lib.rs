@@ -268,6 +268,7 @@ pub use crate::api::pipe::PipeHandle;
 pub use crate::api::terminated::ActorTermination;
 // Supervision: failures and strategies.
 pub use crate::supervision::failure::{ActorError, DeathPact, Failure, Killed, Outcome};
+pub use crate::supervision::own::Supervision;
 pub use crate::supervision::strategy::{
     default_decider, Directive, StrategyKind, SupervisorStrategy,
 };
@@ -318,7 +319,7 @@ pub mod prelude {
     pub use crate::{
         Actor, ActorError, ActorId, ActorRef, ActorSystem, AskError, Cancellable, Context,
         CoordinatedShutdownExt, DeadLetter, Directive, Failure, NoReplyReason, Outcome, Props,
-        Reply, StashOverflowError, SupervisorStrategy, TimerKey,
+        Reply, StashOverflowError, Supervision, SupervisorStrategy, TimerKey,
     };
     // Waiting without blocking (issue 14).
     pub use crate::{JoinError, JoinHandle, PipeHandle};
