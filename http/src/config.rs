@@ -55,7 +55,10 @@ impl ServerSettings {
     /// # let _ = settings;
     ///
     /// let bad = ServerSettings::from_toml_str("[http.server]\nmax-connection = 2");
-    /// assert_eq!(bad.unwrap_err().to_string(), "unknown key `http.server.max-connection`");
+    /// assert_eq!(
+    ///     bad.unwrap_err().to_string(),
+    ///     "unknown key `http.server.max-connection` (line 2, column 1)"
+    /// );
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn from_toml_str(text: &str) -> Result<ServerSettings, ConfigError> {
@@ -245,7 +248,7 @@ mod tests {
 
     fn key_of(err: ConfigError) -> String {
         match err {
-            ConfigError::InvalidValue { key, .. } | ConfigError::UnknownKey { key } => key,
+            ConfigError::InvalidValue { key, .. } | ConfigError::UnknownKey { key, .. } => key,
             other => panic!("{other:?}"),
         }
     }

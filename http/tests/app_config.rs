@@ -63,7 +63,7 @@ refresh = "1m 30s"
 
 fn key_of(err: ConfigError) -> String {
     match err {
-        ConfigError::InvalidValue { key, .. } | ConfigError::UnknownKey { key } => key,
+        ConfigError::InvalidValue { key, .. } | ConfigError::UnknownKey { key, .. } => key,
         other => panic!("not a keyed error: {other:?}"),
     }
 }
@@ -156,4 +156,10 @@ fn an_error_in_an_embedded_section_names_its_full_key_path() {
     for ((from, to), key) in cases {
         assert_eq!(key_of(with(from, to)), key, "{to}");
     }
+    // An unknown key, as the README promises: "an error naming the key path
+    // and its line" (issue 35, item 4a; before, the line was missing).
+    assert_eq!(
+        with("max-connections = 7", "max-conections = 7").to_string(),
+        "unknown key `http.server.max-conections` (line 14, column 1)"
+    );
 }

@@ -362,7 +362,7 @@ mod tests {
                 .expect_err(extra)
         };
         let key_of = |err: ConfigError| match err {
-            ConfigError::InvalidValue { key, .. } | ConfigError::UnknownKey { key } => key,
+            ConfigError::InvalidValue { key, .. } | ConfigError::UnknownKey { key, .. } => key,
             other => panic!("{other:?}"),
         };
         assert_eq!(

@@ -46,10 +46,16 @@ pub enum ConfigError {
         message: String,
     },
     /// A key this configuration does not know.
-    #[error("unknown key `{key}`")]
+    #[error("unknown key `{key}`{}", position_text(*.line, *.column))]
     UnknownKey {
         /// The full key.
         key: String,
+        /// The key's line in the text (from 1), where the reader knows it
+        /// (TOML's does).
+        line: Option<usize>,
+        /// The key's column in its line (from 1, in characters), with the
+        /// line.
+        column: Option<usize>,
     },
     /// The text is not TOML.
     #[error("not valid TOML: {0}")]
@@ -62,6 +68,16 @@ pub enum ConfigError {
         /// The operating system's message.
         message: String,
     },
+}
+
+/// ` (line L, column C)`, as an `InvalidValue`'s message ends; empty
+/// without a line.
+fn position_text(line: Option<usize>, column: Option<usize>) -> String {
+    match (line, column) {
+        (Some(line), Some(column)) => format!(" (line {line}, column {column})"),
+        (Some(line), None) => format!(" (line {line})"),
+        (None, _) => String::new(),
+    }
 }
 
 fn cycle_text(phases: &[String]) -> String {

@@ -63,7 +63,8 @@ use crate::config::ConfigError;
 /// about: a value serde refuses is a [`ConfigError::InvalidValue`] with
 /// the key's full path (`coordinated-shutdown.phases.service-stop.timeout`;
 /// array indices left out) and the line and column in its message; a key
-/// the type does not know is a [`ConfigError::UnknownKey`]; a missing
+/// the type does not know is a [`ConfigError::UnknownKey`] with its full
+/// path, line and column; a missing
 /// required key is an `InvalidValue` naming it with the message
 /// `required`; text that is not TOML is a [`ConfigError::Parse`] with the
 /// line and column.
@@ -100,14 +101,14 @@ fn config_error(err: &serde_path_to_error::Error<toml::de::Error>, text: &str) -
     }
     let inner = err.inner();
     let message = inner.message().replace('\n', ", ");
-    let at = inner
-        .span()
-        .map(|span| {
-            let before = &text[..span.start.min(text.len())];
-            let line = before.matches('\n').count() + 1;
-            let column = before.chars().rev().take_while(|&c| c != '\n').count() + 1;
-            format!(" (line {line}, column {column})")
-        })
+    let position = inner.span().map(|span| {
+        let before = &text[..span.start.min(text.len())];
+        let line = before.matches('\n').count() + 1;
+        let column = before.chars().rev().take_while(|&c| c != '\n').count() + 1;
+        (line, column)
+    });
+    let at = position
+        .map(|(line, column)| format!(" (line {line}, column {column})"))
         .unwrap_or_default();
     if let Some(field) = quoted_after(&message, "missing field `") {
         let key = match key.is_empty() {
@@ -125,8 +126,13 @@ fn config_error(err: &serde_path_to_error::Error<toml::de::Error>, text: &str) -
         return ConfigError::Parse(format!("{message}{at}"));
     }
     if quoted_after(&message, "unknown field `").is_some() {
-        // The path already ends with the unknown key.
-        return ConfigError::UnknownKey { key };
+        // The path already ends with the unknown key; the span is the
+        // key's.
+        return ConfigError::UnknownKey {
+            key,
+            line: position.map(|(line, _)| line),
+            column: position.map(|(_, column)| column),
+        };
     }
     ConfigError::InvalidValue {
         key,

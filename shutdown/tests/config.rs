@@ -199,7 +199,9 @@ fn bad_values_and_unknown_keys_name_the_key() {
     assert_eq!(
         ShutdownConfig::from_toml_str("[coordinated-shutdown]\nexit-jvm = true\n"),
         Err(ConfigError::UnknownKey {
-            key: "coordinated-shutdown.exit-jvm".to_owned()
+            key: "coordinated-shutdown.exit-jvm".to_owned(),
+            line: Some(2),
+            column: Some(1),
         })
     );
     assert_eq!(
@@ -207,7 +209,9 @@ fn bad_values_and_unknown_keys_name_the_key() {
             "[coordinated-shutdown.phases.service-stop]\nrecovr = false\n"
         ),
         Err(ConfigError::UnknownKey {
-            key: "coordinated-shutdown.phases.service-stop.recovr".to_owned()
+            key: "coordinated-shutdown.phases.service-stop.recovr".to_owned(),
+            line: Some(2),
+            column: Some(1),
         })
     );
     assert!(matches!(
@@ -365,14 +369,18 @@ fn the_section_embeds_in_an_application_struct() {
         de::from_toml_str::<AppConfig>("name = \"a\"\n[coordinated-shutdown]\nexit-jvm = true")
             .unwrap_err(),
         ConfigError::UnknownKey {
-            key: "coordinated-shutdown.exit-jvm".to_owned()
+            key: "coordinated-shutdown.exit-jvm".to_owned(),
+            line: Some(3),
+            column: Some(1),
         }
     );
     // The application's own keys: as strict.
     assert_eq!(
         de::from_toml_str::<AppConfig>("name = \"a\"\nnmae = \"b\"").unwrap_err(),
         ConfigError::UnknownKey {
-            key: "nmae".to_owned()
+            key: "nmae".to_owned(),
+            line: Some(2),
+            column: Some(1),
         }
     );
     assert_eq!(
@@ -406,4 +414,32 @@ fn a_syntax_error_names_its_line() {
         panic!("{err:?}");
     };
     assert!(message.contains("line 2"), "{message}");
+}
+
+/// An unknown key names its full path and its line and column, as a bad
+/// value does (issue 35, item 4a: the README promises "an error naming the
+/// key path and its line"; the line was missing for unknown keys).
+#[test]
+fn an_unknown_key_names_its_path_and_line() {
+    let text = r#"[coordinated-shutdown]
+default-phase-timeout = "5 s"
+
+[coordinated-shutdown.phases.service-stop]
+timeout = "1 s"
+  recovr = "off"
+"#;
+    let err = ShutdownConfig::from_toml_str(text).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "unknown key `coordinated-shutdown.phases.service-stop.recovr` (line 6, column 3)"
+    );
+    // In an inline table too.
+    let err = ShutdownConfig::from_toml_str(
+        "[coordinated-shutdown]\nphases = { service-stop = { timeout = \"1 s\", enabld = false } }\n",
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "unknown key `coordinated-shutdown.phases.service-stop.enabld` (line 2, column 46)"
+    );
 }

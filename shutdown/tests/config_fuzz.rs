@@ -448,7 +448,7 @@ fn check_any(text: &str) {
         Ok(config) => {
             config.ordered_phases().unwrap();
         }
-        Err(ConfigError::InvalidValue { key, .. } | ConfigError::UnknownKey { key }) => {
+        Err(ConfigError::InvalidValue { key, .. } | ConfigError::UnknownKey { key, .. }) => {
             assert!(key.starts_with("coordinated-shutdown"), "{key}");
         }
         Err(_) => {}
@@ -488,7 +488,7 @@ proptest! {
         if !bad.is_empty() {
             let err = result.expect_err(&text);
             let key = match &err {
-                ConfigError::InvalidValue { key, .. } | ConfigError::UnknownKey { key } => key,
+                ConfigError::InvalidValue { key, .. } | ConfigError::UnknownKey { key, .. } => key,
                 other => panic!("{text}\nexpected an error naming one of {bad:?}, got {other:?}"),
             };
             prop_assert!(bad.contains(key), "{}\n{:?} names none of {:?}", text, err, bad);

@@ -115,7 +115,10 @@ impl SystemBuilder {
     /// system.terminate().wait();
     ///
     /// let bad = ActorSystem::builder().from_toml_str("[scheduler]\nworkerz = 2");
-    /// assert_eq!(bad.unwrap_err().to_string(), "unknown key `scheduler.workerz`");
+    /// assert_eq!(
+    ///     bad.unwrap_err().to_string(),
+    ///     "unknown key `scheduler.workerz` (line 2, column 1)"
+    /// );
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn from_toml_str(mut self, text: &str) -> Result<SystemBuilder, ConfigError> {
@@ -229,7 +232,7 @@ mod tests {
         assert_eq!(app.actors.scheduler.pin_workers, Some(false));
         assert_eq!(app.actors.scheduler.stack_size, None);
         let key = |text: &str| match de::from_toml_str::<App>(text).expect_err(text) {
-            ConfigError::InvalidValue { key, .. } | ConfigError::UnknownKey { key } => key,
+            ConfigError::InvalidValue { key, .. } | ConfigError::UnknownKey { key, .. } => key,
             other => panic!("{other:?}"),
         };
         assert_eq!(
