@@ -443,3 +443,79 @@ timeout = "1 s"
         "unknown key `coordinated-shutdown.phases.service-stop.enabld` (line 2, column 46)"
     );
 }
+
+/// A misspelt phase (`service-request-done` for `service-requests-done`)
+/// used to be accepted as a new, empty phase, and the timeout meant for
+/// the real one was never applied. A phase the file names that is not one
+/// of Akka's, depends on no phase and that no phase depends on is refused,
+/// naming the closest of Akka's phases (issue 35, item 4b). One tied in by
+/// `depends-on`, either way, is an application's own phase ("More phases
+/// can be added in the application's configuration if needed by
+/// overriding a phase with an additional depends-on"), as are Akka's
+/// phases set without one.
+#[test]
+fn a_misspelt_phase_is_refused_naming_the_closest_phase() {
+    let err = ShutdownConfig::from_toml_str(
+        "[coordinated-shutdown.phases.service-request-done]\ntimeout = \"30 s\"\n",
+    )
+    .unwrap_err();
+    assert_eq!(
+        err,
+        ConfigError::UnconnectedPhase {
+            phase: "service-request-done".to_owned(),
+            closest: Phase::SERVICE_REQUESTS_DONE.to_owned(),
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "`coordinated-shutdown.phases.service-request-done` is not one of Akka's phases and no \
+         `depends-on` ties it to one (it depends on no phase, and no phase depends on it), so it \
+         would be a new, empty phase: did you mean `service-requests-done`?"
+    );
+    // Tied in by its own depends-on, or by another phase's: accepted.
+    let own = ShutdownConfig::from_toml_str(
+        r#"
+        [coordinated-shutdown.phases.flush-caches]
+        depends-on = ["service-stop"]
+        [coordinated-shutdown.phases.early]
+        timeout = "1 s"
+        [coordinated-shutdown.phases.service-unbind]
+        depends-on = ["early"]
+        [coordinated-shutdown.phases.cluster-shutdown]
+        timeout = "3 s"
+        "#,
+    )
+    .unwrap();
+    assert_eq!(own.phase_timeout("early"), Some(Duration::from_secs(1)));
+    assert_eq!(
+        own.phase_timeout(Phase::CLUSTER_SHUTDOWN),
+        Some(Duration::from_secs(3))
+    );
+    // Embedded in an application's struct: an error at the section's key
+    // that names the phase (as every check across keys there).
+    #[derive(Debug, serde::Deserialize)]
+    struct App {
+        #[serde(rename = "coordinated-shutdown")]
+        _shutdown: ShutdownConfig,
+    }
+    let err = proscenium_shutdown::de::from_toml_str::<App>(
+        "[coordinated-shutdown.phases.servce-stop]
+timeout = \"1 s\"\n",
+    )
+    .unwrap_err();
+    let ConfigError::InvalidValue { key, message } = &err else {
+        panic!("{err:?}");
+    };
+    assert_eq!(key, "coordinated-shutdown");
+    assert!(
+        message.contains("`coordinated-shutdown.phases.servce-stop`")
+            && message.contains("did you mean `service-stop`?"),
+        "{message}"
+    );
+    // In code, a phase with no dependencies stays allowed
+    // (`nothing_may_follow_the_last_phase`): the constants avoid typos.
+    assert!(ShutdownConfig::default()
+        .phase("dangling", PhaseConfig::new())
+        .ordered_phases()
+        .is_ok());
+}
