@@ -670,7 +670,7 @@ mod tests {
     #[test]
     fn durations_and_defaults() {
         let s = RemoteSettings::from_toml_str(&format!(
-            "{BASE}heartbeat-interval = 250\nfailure-detector-timeout = \"2s\"\nconnect-timeout = \"1m\""
+            "{BASE}heartbeat-interval = \"250ms\"\nfailure-detector-timeout = \"2s\"\nconnect-timeout = \"1m\""
         ))
         .expect("valid");
         assert_eq!(s.heartbeat_interval, Duration::from_millis(250));

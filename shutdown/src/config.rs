@@ -372,8 +372,11 @@ impl ShutdownConfig {
     /// `terminate-actor-system`, `run-by-actor-system-terminate`, and
     /// `[coordinated-shutdown.phases.<name>]` with `depends-on = [..]`,
     /// `timeout`, `recover`, `enabled`. A `depends-on` of an existing phase
-    /// adds to its dependencies; the other keys replace. Durations as
-    /// [`de::parse_duration`](crate::de::parse_duration) reads them; flags
+    /// adds to its dependencies; the other keys replace. Durations are
+    /// strings with a unit, as
+    /// [`de::parse_duration`](crate::de::parse_duration) reads them, here
+    /// as in every section: a bare number (`timeout = 5`) is refused with an
+    /// error that asks for a unit ([`de::duration_with`](crate::de::duration_with)); flags
     /// take `true` / `false` or Akka's `"on"` / `"off"`. Other top-level
     /// tables are left to their owners; an unknown key inside
     /// `coordinated-shutdown` is an error. The DAG is validated, its errors

@@ -519,3 +519,44 @@ timeout = \"1 s\"\n",
         .ordered_phases()
         .is_ok());
 }
+
+/// One rule for durations in every section (issue 35, item 4c): a string
+/// with a unit. A bare number, integer or float, is refused at its key and
+/// line with an error that says to add one (was `5` seconds or
+/// milliseconds?); `[remote]`, which alone read an integer as
+/// milliseconds, follows the same rule (remote/src/config.rs
+/// `a_bare_number_is_refused_asking_for_a_unit`).
+#[test]
+fn a_bare_number_for_a_duration_is_refused_asking_for_a_unit() {
+    let message_of = |text: &str, key: &str| match ShutdownConfig::from_toml_str(text) {
+        Err(ConfigError::InvalidValue { key: k, message }) => {
+            assert_eq!(k, key, "{text}");
+            message
+        }
+        other => panic!("{text}: {other:?}"),
+    };
+    assert_eq!(
+        message_of(
+            "[coordinated-shutdown]\ndefault-phase-timeout = 5\n",
+            "coordinated-shutdown.default-phase-timeout"
+        ),
+        "invalid value: integer `5`, expected a duration such as \"10 s\" or \"500 ms\"; a bare \
+         number has no unit: write \"5 s\" or \"5 ms\" (line 2, column 25)"
+    );
+    assert!(message_of(
+        "[coordinated-shutdown.phases.service-stop]\ntimeout = 1.5\n",
+        "coordinated-shutdown.phases.service-stop.timeout"
+    )
+    .contains("a bare number has no unit: write \"1.5 s\" or \"1.5 ms\""));
+    // A negative number is not a duration in any unit: no hint.
+    let negative = message_of(
+        "[coordinated-shutdown]\ndefault-phase-timeout = -5\n",
+        "coordinated-shutdown.default-phase-timeout",
+    );
+    assert!(!negative.contains("bare number"), "{negative}");
+    // With a unit, the same value is read.
+    let config =
+        ShutdownConfig::from_toml_str("[coordinated-shutdown]\ndefault-phase-timeout = \"5 s\"\n")
+            .unwrap();
+    assert_eq!(config.default_phase_timeout, Duration::from_secs(5));
+}

@@ -90,9 +90,12 @@ impl SystemBuilder {
     ///   [`ShutdownConfig::from_toml_str`] reads it (phases, `depends-on`,
     ///   `timeout`, `recover`, `enabled`, `exit-process`, ...).
     ///
-    /// Other top-level tables are left to their owners; an unknown key or a
-    /// bad value inside these two is an error that names the key, and the
-    /// phase graph is validated here, before anything starts.
+    /// Durations, here as in every section, are strings with a unit
+    /// (`"5 s"`, `"500 ms"`; a bare number is refused, asking for a unit:
+    /// [`de::duration_with`]). Other top-level tables are left to their
+    /// owners; an unknown key or a bad value inside these two is an error
+    /// that names the key and its line, and the phase graph is validated
+    /// here, before anything starts.
     ///
     /// ```
     /// use proscenium::ActorSystem;
