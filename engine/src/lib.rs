@@ -136,6 +136,10 @@
 //!
 //! # Metrics
 //!
+//! Metrics appear only where `ActorSystem::publish_metrics` is called or a
+//! sampler (`spawn_metrics_sampler`) runs: each call samples the values
+//! into the installed recorder, which stays empty otherwise.
+//!
 //! The cargo feature `metrics` adds `ActorSystem::publish_metrics`: the
 //! scheduler's per-worker counters and queue depths, actors spawned,
 //! restarted and stopped, dead letters and panics, through the
