@@ -136,6 +136,10 @@
 //!
 //! # Metrics
 //!
+//! Metrics appear only where `ActorSystem::publish_metrics` is called or a
+//! sampler (`spawn_metrics_sampler`) runs: each call samples the values
+//! into the installed recorder, which stays empty otherwise.
+//!
 //! The cargo feature `metrics` adds `ActorSystem::publish_metrics`: the
 //! scheduler's per-worker counters and queue depths, actors spawned,
 //! restarted and stopped, dead letters and panics, through the
@@ -268,6 +272,7 @@ pub use crate::api::pipe::PipeHandle;
 pub use crate::api::terminated::ActorTermination;
 // Supervision: failures and strategies.
 pub use crate::supervision::failure::{ActorError, DeathPact, Failure, Killed, Outcome};
+pub use crate::supervision::own::Supervision;
 pub use crate::supervision::strategy::{
     default_decider, Directive, StrategyKind, SupervisorStrategy,
 };
@@ -318,7 +323,7 @@ pub mod prelude {
     pub use crate::{
         Actor, ActorError, ActorId, ActorRef, ActorSystem, AskError, Cancellable, Context,
         CoordinatedShutdownExt, DeadLetter, Directive, Failure, NoReplyReason, Outcome, Props,
-        Reply, StashOverflowError, SupervisorStrategy, TimerKey,
+        Reply, StashOverflowError, Supervision, SupervisorStrategy, TimerKey,
     };
     // Waiting without blocking (issue 14).
     pub use crate::{JoinError, JoinHandle, PipeHandle};

@@ -156,14 +156,24 @@ fn no_reply_when_the_reply_is_dropped_or_the_actor_is_gone() {
         )
     });
     let c = clerk(&system);
+    let dropped = c.ask(ClerkMsg::Drop, PATIENCE).wait();
+    assert_eq!(dropped, Err(AskError::NoReply(NoReplyReason::Dropped)));
+    // Said once (issue 35: it read "the request was dropped without a
+    // reply: dropped").
     assert_eq!(
-        c.ask(ClerkMsg::Drop, PATIENCE).wait(),
-        Err(AskError::NoReply(NoReplyReason::Dropped))
+        dropped.expect_err("dropped").to_string(),
+        "no reply: the reply was dropped unsent"
     );
     assert!(c.graceful_stop(PATIENCE).wait());
+    let dead = c.ask(ClerkMsg::Get, PATIENCE).wait();
+    assert_eq!(dead, Err(AskError::NoReply(NoReplyReason::DeadLetter)));
     assert_eq!(
-        c.ask(ClerkMsg::Get, PATIENCE).wait(),
-        Err(AskError::NoReply(NoReplyReason::DeadLetter))
+        dead.expect_err("a dead letter").to_string(),
+        "no reply: the request was never handled (a dead letter, its reply dropped with it)"
+    );
+    assert_eq!(
+        AskError::NoReply(NoReplyReason::SystemTerminated).to_string(),
+        "no reply: the system terminated while the reply was still held, unsent"
     );
     // The Reply inside the dead letter was dropped with it: the answer came
     // at once, not after the timeout. The dead letter names the clerk.

@@ -244,7 +244,7 @@ fn toml_soup() -> impl Strategy<Value = String> {
 fn check_any(text: &str) {
     match ActorSystem::builder().from_toml_str(text) {
         Ok(_) => {}
-        Err(ConfigError::InvalidValue { key, .. } | ConfigError::UnknownKey { key }) => {
+        Err(ConfigError::InvalidValue { key, .. } | ConfigError::UnknownKey { key, .. }) => {
             assert!(
                 key.starts_with("scheduler") || key.starts_with("coordinated-shutdown"),
                 "{key}"
@@ -284,7 +284,7 @@ proptest! {
         } else {
             let err = result.expect_err(&text);
             let key = match &err {
-                ConfigError::InvalidValue { key, .. } | ConfigError::UnknownKey { key } => key,
+                ConfigError::InvalidValue { key, .. } | ConfigError::UnknownKey { key, .. } => key,
                 other => panic!("{text}\nexpected an error naming one of {bad:?}, got {other:?}"),
             };
             prop_assert!(bad.contains(key), "{}\n{:?} names none of {:?}", text, err, bad);

@@ -83,7 +83,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // A mistake in an embedded section names its full key and line.
     let typo = EXAMPLE.replace("idle-timeout", "idle-timeuot");
     match de::from_toml_str::<AppConfig>(&typo) {
-        Err(ConfigError::UnknownKey { key }) => println!("refused: unknown key `{key}`"),
+        Err(err @ ConfigError::UnknownKey { .. }) => println!("refused: {err}"),
         other => return Err(format!("the typo was not refused: {other:?}").into()),
     }
     let bad = EXAMPLE.replace("\"3 s\"", "\"soon\"");

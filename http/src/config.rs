@@ -2,7 +2,7 @@
 //! `akka.http.server` (in a table `[http.server]`), through serde.
 
 use crate::binding::ServerSettings;
-use proscenium::de::{self, Scalar};
+use proscenium::de;
 use proscenium::ConfigError;
 use serde::{Deserialize, Deserializer};
 use std::path::Path;
@@ -36,8 +36,11 @@ impl ServerSettings {
     ///   instead): the largest request head, in bytes as above; see
     ///   [`max_head_bytes`](Self::max_head_bytes).
     ///
-    /// Durations as [`de::parse_duration`] reads them. An unknown key or a
-    /// bad value is an error naming the key.
+    /// Durations are strings with a unit, as [`de::parse_duration`] reads
+    /// them, in this section as in every other: a bare number
+    /// (`idle-timeout = 60`) is refused with an error that asks for a unit
+    /// ([`de::duration_with`]). An unknown key or a bad value is an error
+    /// naming the key and its line.
     ///
     /// `ServerSettings` is also `Deserialize` (the keys of the
     /// `[http.server]` table over the defaults), to embed in an
@@ -58,7 +61,10 @@ impl ServerSettings {
     /// # let _ = settings;
     ///
     /// let bad = ServerSettings::from_toml_str("[http.server]\nmax-connection = 2");
-    /// assert_eq!(bad.unwrap_err().to_string(), "unknown key `http.server.max-connection`");
+    /// assert_eq!(
+    ///     bad.unwrap_err().to_string(),
+    ///     "unknown key `http.server.max-connection` (line 2, column 1)"
+    /// );
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn from_toml_str(text: &str) -> Result<ServerSettings, ConfigError> {
@@ -175,11 +181,12 @@ fn bytes<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
 }
 
 /// A duration ([`de::parse_duration`]), or `"infinite"` (`Duration::MAX`:
-/// the timeout is off); not zero.
+/// the timeout is off); not zero. A string, as every section's durations
+/// ([`de::duration_with`]: a bare number is refused, asking for a unit).
 fn timeout<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
     const EXPECTED: &str = "a duration such as \"10 s\" or \"500 ms\", or \"infinite\"";
-    de::scalar(d, EXPECTED, |value| {
-        read_duration(value).filter(|d| !d.is_zero())
+    de::duration_with(d, EXPECTED, |text| {
+        read_duration(text).filter(|d| !d.is_zero())
     })
     .map(Some)
 }
@@ -187,14 +194,13 @@ fn timeout<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error
 /// A duration as [`timeout`] reads it, or zero (`"0 s"`: no lingering).
 fn linger<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
     const EXPECTED: &str = "a duration such as \"60 s\" or \"500 ms\", \"infinite\", or \"0 s\"";
-    de::scalar(d, EXPECTED, read_duration).map(Some)
+    de::duration_with(d, EXPECTED, read_duration).map(Some)
 }
 
-fn read_duration(value: Scalar<'_>) -> Option<Duration> {
-    match value {
-        Scalar::String(text) if matches!(text.trim(), "infinite" | "inf") => Some(Duration::MAX),
-        Scalar::String(text) => de::parse_duration(text),
-        _ => None,
+fn read_duration(text: &str) -> Option<Duration> {
+    match text.trim() {
+        "infinite" | "inf" => Some(Duration::MAX),
+        _ => de::parse_duration(text),
     }
 }
 
@@ -266,7 +272,7 @@ mod tests {
 
     fn key_of(err: ConfigError) -> String {
         match err {
-            ConfigError::InvalidValue { key, .. } | ConfigError::UnknownKey { key } => key,
+            ConfigError::InvalidValue { key, .. } | ConfigError::UnknownKey { key, .. } => key,
             other => panic!("{other:?}"),
         }
     }

@@ -63,7 +63,7 @@ refresh = "1m 30s"
 
 fn key_of(err: ConfigError) -> String {
     match err {
-        ConfigError::InvalidValue { key, .. } | ConfigError::UnknownKey { key } => key,
+        ConfigError::InvalidValue { key, .. } | ConfigError::UnknownKey { key, .. } => key,
         other => panic!("not a keyed error: {other:?}"),
     }
 }
@@ -155,5 +155,54 @@ fn an_error_in_an_embedded_section_names_its_full_key_path() {
     ];
     for ((from, to), key) in cases {
         assert_eq!(key_of(with(from, to)), key, "{to}");
+    }
+    // An unknown key, as the README promises: "an error naming the key path
+    // and its line" (issue 35, item 4a; before, the line was missing).
+    assert_eq!(
+        with("max-connections = 7", "max-conections = 7").to_string(),
+        "unknown key `http.server.max-conections` (line 14, column 1)"
+    );
+}
+
+/// One rule for durations in every section, and in the application's own
+/// keys read with `de::duration` (issue 35, item 4c): a string with a
+/// unit; a bare number is refused at its key, asking for one.
+#[test]
+fn a_bare_number_for_a_duration_is_refused_in_every_section() {
+    let cases = [
+        (
+            ("timeout = \"250ms\"", "timeout = 250"),
+            "coordinated-shutdown.phases.before-service-unbind.timeout",
+            "250",
+        ),
+        (
+            ("linger-timeout = \"0 s\"", "linger-timeout = 0"),
+            "http.server.linger-timeout",
+            "0",
+        ),
+        (
+            ("linger-timeout = \"0 s\"", "idle-timeout = 60"),
+            "http.server.idle-timeout",
+            "60",
+        ),
+        (
+            ("refresh = \"1m 30s\"", "refresh = 90"),
+            "my_own.refresh",
+            "90",
+        ),
+    ];
+    for ((from, to), key, n) in cases {
+        assert!(TEXT.contains(from), "{from}");
+        let err = de::from_toml_str::<AppConfig>(&TEXT.replace(from, to)).unwrap_err();
+        let ConfigError::InvalidValue { key: k, message } = &err else {
+            panic!("{to}: {err:?}");
+        };
+        assert_eq!(k, key, "{to}");
+        assert!(
+            message.contains(&format!(
+                "a bare number has no unit: write \"{n} s\" or \"{n} ms\""
+            )),
+            "{to}: {message}"
+        );
     }
 }

@@ -23,9 +23,10 @@ impl RemoteSettings {
     /// (bytes: an integer or `"64 MiB"`), `reliable-window`,
     /// `reliable-resend-timeout`, `reliable-max-producers`,
     /// `reliable-idle-timeout` (durations as in every proscenium
-    /// section, see [`de::parse_duration`]: `"500ms"`, `"3 s"`, `"1.5 s"`,
-    /// `"1 m"`, `"1 h"`, Akka's long unit names, or here also an integer of
-    /// milliseconds); credentials, at most one way: `user` with `password`
+    /// section, see [`de::parse_duration`]: strings with a unit, `"500ms"`,
+    /// `"3 s"`, `"1.5 s"`, `"1 m"`, `"1 h"`, Akka's long unit names; a bare
+    /// number such as `250` is refused, asking for a unit, see
+    /// [`de::duration_with`]); credentials, at most one way: `user` with `password`
     /// (or `password-file`), `token` (or `token-file`), `nkey-seed` (or
     /// `nkey-seed-file`), `credentials-file`; TLS: `tls-ca-file`,
     /// `tls-cert-file` with `tls-key-file`, `tls-required` (`true` /
@@ -329,18 +330,13 @@ fn flag<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
     de::flag(d).map(Some)
 }
 
-/// A positive duration: an integer of milliseconds, or a duration string
-/// ([`de::parse_duration`]).
+/// A positive duration, a string ([`de::parse_duration`]), as in every
+/// section ([`de::duration_with`]: a bare number is refused, asking for a
+/// unit; this section alone used to read one as milliseconds).
 fn duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-    const EXPECTED: &str = "a positive duration: an integer of milliseconds, or a string such \
-                            as \"500 ms\", \"3 s\", \"1 m\"";
-    de::scalar(d, EXPECTED, |value| {
-        let d = match value {
-            Scalar::Integer(n) => u64::try_from(n).ok().map(Duration::from_millis),
-            Scalar::String(s) => de::parse_duration(s),
-            _ => None,
-        };
-        d.filter(|d| !d.is_zero())
+    const EXPECTED: &str = "a positive duration such as \"500 ms\", \"3 s\" or \"1 m\"";
+    de::duration_with(d, EXPECTED, |s| {
+        de::parse_duration(s).filter(|d| !d.is_zero())
     })
     .map(Some)
 }
@@ -374,7 +370,7 @@ mod tests {
                 .expect_err(extra)
         };
         let key_of = |err: ConfigError| match err {
-            ConfigError::InvalidValue { key, .. } | ConfigError::UnknownKey { key } => key,
+            ConfigError::InvalidValue { key, .. } | ConfigError::UnknownKey { key, .. } => key,
             other => panic!("{other:?}"),
         };
         assert_eq!(
@@ -386,5 +382,42 @@ mod tests {
         let cross = err("user = \"u\"");
         assert!(cross.to_string().contains("remote.password"), "{cross}");
         assert_eq!(key_of(cross), "cluster.remote");
+    }
+
+    const BASE: &str =
+        "[remote]\nservers = [\"nats://127.0.0.1:4222\"]\ncluster = \"c\"\nnode = \"n\"\n";
+
+    /// One rule for durations in every section (issue 35, item 4c): a
+    /// string with a unit. `[remote]` alone read a bare integer as
+    /// milliseconds; it is now refused, at its key and line, with an error
+    /// that says to add a unit, as in `[coordinated-shutdown]` and
+    /// `[http.server]`.
+    #[test]
+    fn a_bare_number_is_refused_asking_for_a_unit() {
+        for key in [
+            "heartbeat-interval",
+            "failure-detector-timeout",
+            "connect-timeout",
+            "reliable-resend-timeout",
+        ] {
+            let err =
+                RemoteSettings::from_toml_str(&format!("{BASE}{key} = 250\n")).expect_err(key);
+            let ConfigError::InvalidValue { key: k, message } = &err else {
+                panic!("{err:?}");
+            };
+            assert_eq!(k, &format!("remote.{key}"));
+            assert_eq!(
+                message,
+                &format!(
+                    "invalid value: integer `250`, expected a positive duration such as \
+                     \"500 ms\", \"3 s\" or \"1 m\"; a bare number has no unit: write \"250 s\" \
+                     or \"250 ms\" (line 5, column {})",
+                    key.len() + 4
+                )
+            );
+        }
+        let s = RemoteSettings::from_toml_str(&format!("{BASE}heartbeat-interval = \"250 ms\"\n"))
+            .expect("a unit");
+        assert_eq!(s.heartbeat_interval, Duration::from_millis(250));
     }
 }

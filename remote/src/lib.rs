@@ -200,3 +200,8 @@ pub use crate::reliable::{Confirmed, ReliableRef, ReliableSend};
 pub use crate::remote::{Remote, UndecodableMessage};
 pub use crate::remote_ref::{RemoteAsk, RemoteRef};
 pub use crate::settings::{ConfigError, RemoteSettings, MAX_NAME_LEN, MAX_NODE_NAME_LEN};
+
+/// The README's example, compiled and run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -30,7 +30,7 @@ use crate::auth::{readable, redact_url, NatsAuth, Secret, TlsSettings};
 /// assert_eq!(in_code, from_toml);
 ///
 /// let bad = RemoteSettings::from_toml_str("[remote]\nservers = []\ncluster = \"shop\"\nnode = \"a\"\nnod = 1");
-/// assert_eq!(bad.unwrap_err().to_string(), "unknown key `remote.nod`");
+/// assert_eq!(bad.unwrap_err().to_string(), "unknown key `remote.nod` (line 5, column 1)");
 /// # Ok::<(), proscenium_remote::ConfigError>(())
 /// ```
 ///
@@ -482,7 +482,7 @@ mod tests {
 
     fn key_of(err: ConfigError) -> String {
         match err {
-            ConfigError::InvalidValue { key, .. } | ConfigError::UnknownKey { key } => key,
+            ConfigError::InvalidValue { key, .. } | ConfigError::UnknownKey { key, .. } => key,
             other => panic!("not a keyed error: {other:?}"),
         }
     }
@@ -749,7 +749,7 @@ mod tests {
     #[test]
     fn durations_and_defaults() {
         let s = RemoteSettings::from_toml_str(&format!(
-            "{BASE}heartbeat-interval = 250\nfailure-detector-timeout = \"2s\"\nconnect-timeout = \"1m\""
+            "{BASE}heartbeat-interval = \"250ms\"\nfailure-detector-timeout = \"2s\"\nconnect-timeout = \"1m\""
         ))
         .expect("valid");
         assert_eq!(s.heartbeat_interval, Duration::from_millis(250));

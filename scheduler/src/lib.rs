@@ -164,3 +164,8 @@ pub mod __loom {
     pub use crate::timer_entry::{Fired, TimerEntry};
     pub use crate::timer_intake::{Pushed, TimerIntake};
 }
+
+/// The README's example, compiled and run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

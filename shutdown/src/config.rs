@@ -37,6 +37,24 @@ pub enum ConfigError {
         /// The phase with the dependency.
         phase: String,
     },
+    /// A phase configured in a file (`[coordinated-shutdown.phases.<name>]`)
+    /// that is not one of Akka's phases and is tied to none by
+    /// `depends-on` (it depends on no phase, and no phase depends on it):
+    /// most likely a misspelt phase, whose settings would go to a new,
+    /// empty phase instead of the one meant. A phase of the application's
+    /// own needs a `depends-on` (or another phase's `depends-on` naming
+    /// it) to place it in the shutdown.
+    #[error(
+        "`coordinated-shutdown.phases.{phase}` is not one of Akka's phases and no `depends-on` \
+         ties it to one (it depends on no phase, and no phase depends on it), so it would be a \
+         new, empty phase: did you mean `{closest}`?"
+    )]
+    UnconnectedPhase {
+        /// The phase as configured.
+        phase: String,
+        /// The known phase whose name is closest to it (fewest edits).
+        closest: String,
+    },
     /// A key has a value of the wrong type or form.
     #[error("`{key}`: {message}")]
     InvalidValue {
@@ -46,10 +64,16 @@ pub enum ConfigError {
         message: String,
     },
     /// A key this configuration does not know.
-    #[error("unknown key `{key}`")]
+    #[error("unknown key `{key}`{}", position_text(*.line, *.column))]
     UnknownKey {
         /// The full key.
         key: String,
+        /// The key's line in the text (from 1), where the reader knows it
+        /// (TOML's does).
+        line: Option<usize>,
+        /// The key's column in its line (from 1, in characters), with the
+        /// line.
+        column: Option<usize>,
     },
     /// The text is not TOML.
     #[error("not valid TOML: {0}")]
@@ -62,6 +86,16 @@ pub enum ConfigError {
         /// The operating system's message.
         message: String,
     },
+}
+
+/// ` (line L, column C)`, as an `InvalidValue`'s message ends; empty
+/// without a line.
+fn position_text(line: Option<usize>, column: Option<usize>) -> String {
+    match (line, column) {
+        (Some(line), Some(column)) => format!(" (line {line}, column {column})"),
+        (Some(line), None) => format!(" (line {line})"),
+        (None, _) => String::new(),
+    }
 }
 
 fn cycle_text(phases: &[String]) -> String {
@@ -338,12 +372,19 @@ impl ShutdownConfig {
     /// `terminate-actor-system`, `run-by-actor-system-terminate`, and
     /// `[coordinated-shutdown.phases.<name>]` with `depends-on = [..]`,
     /// `timeout`, `recover`, `enabled`. A `depends-on` of an existing phase
-    /// adds to its dependencies; the other keys replace. Durations as
-    /// [`de::parse_duration`](crate::de::parse_duration) reads them; flags
+    /// adds to its dependencies; the other keys replace. Durations are
+    /// strings with a unit, as
+    /// [`de::parse_duration`](crate::de::parse_duration) reads them, here
+    /// as in every section: a bare number (`timeout = 5`) is refused with an
+    /// error that asks for a unit ([`de::duration_with`](crate::de::duration_with)); flags
     /// take `true` / `false` or Akka's `"on"` / `"off"`. Other top-level
     /// tables are left to their owners; an unknown key inside
     /// `coordinated-shutdown` is an error. The DAG is validated, its errors
-    /// typed ([`ConfigError::Cycle`], ...).
+    /// typed ([`ConfigError::Cycle`], ...), and a phase the file names that
+    /// is not one of Akka's must be tied to the others by a `depends-on`
+    /// (its own, or another phase's): otherwise it is most likely a
+    /// misspelling, refused with [`ConfigError::UnconnectedPhase`], which
+    /// names the closest of Akka's phases.
     ///
     /// The same section embedded in an application's own configuration
     /// struct: [`ShutdownConfig`]'s `Deserialize` (see [`crate::de`]).
@@ -373,9 +414,7 @@ impl ShutdownConfig {
         let Some(section) = doc.section else {
             return Ok(ShutdownConfig::default());
         };
-        let config = section.apply(ShutdownConfig::default());
-        config.ordered_phases()?;
-        Ok(config)
+        section.into_config()
     }
 }
 
@@ -415,6 +454,17 @@ struct PhaseSection {
 }
 
 impl ShutdownSection {
+    /// The defaults with this section applied, validated: the phase graph
+    /// ([`ShutdownConfig::ordered_phases`]), then the phases this section
+    /// configures ([`check_configured_phases`]).
+    fn into_config(self) -> Result<ShutdownConfig, ConfigError> {
+        let configured: Vec<String> = self.phases.keys().cloned().collect();
+        let config = self.apply(ShutdownConfig::default());
+        config.ordered_phases()?;
+        check_configured_phases(&config, &configured)?;
+        Ok(config)
+    }
+
     /// `config` with the settings of this section applied.
     fn apply(self, mut config: ShutdownConfig) -> ShutdownConfig {
         let set = |target: &mut bool, value: Option<bool>| {
@@ -460,10 +510,67 @@ impl TryFrom<ShutdownSection> for ShutdownConfig {
     type Error = ConfigError;
 
     fn try_from(section: ShutdownSection) -> Result<ShutdownConfig, ConfigError> {
-        let config = section.apply(ShutdownConfig::default());
-        config.ordered_phases()?;
-        Ok(config)
+        section.into_config()
     }
+}
+
+/// Refuses a phase named in the file (`configured`, in the order they are
+/// added) that is not one of Akka's and that no `depends-on` ties to
+/// another phase: [`ConfigError::UnconnectedPhase`], naming the closest of
+/// Akka's phases. In code, such a phase stays allowed (it runs just before
+/// the last phase, [`ShutdownConfig::ordered_phases`]): a typo there is a
+/// misspelt constant, which `Phase::SERVICE_STOP` and its siblings avoid.
+fn check_configured_phases(
+    config: &ShutdownConfig,
+    configured: &[String],
+) -> Result<(), ConfigError> {
+    for name in configured {
+        if Phase::DEFAULTS.contains(&name.as_str()) {
+            continue;
+        }
+        let depends = config
+            .phase_config(name)
+            .is_some_and(|c| !c.depends_on.is_empty());
+        let depended_on = config
+            .phases
+            .iter()
+            .any(|(_, c)| c.depends_on.iter().any(|d| d == name));
+        if !depends && !depended_on {
+            return Err(ConfigError::UnconnectedPhase {
+                phase: name.clone(),
+                closest: closest_phase(name).to_owned(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The phase of Akka's whose name is the fewest single-character edits
+/// (insertions, deletions, substitutions) from `name`; the earlier phase
+/// on a tie.
+fn closest_phase(name: &str) -> &'static str {
+    Phase::DEFAULTS
+        .into_iter()
+        .min_by_key(|phase| edit_distance(name, phase))
+        .expect("Akka has phases")
+}
+
+/// Levenshtein's distance between `a` and `b`, in characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    // One row of the table: distances from a prefix of `a` to each prefix
+    // of `b`.
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let substitute = diagonal + usize::from(ca != cb);
+            diagonal = row[j + 1];
+            row[j + 1] = substitute.min(row[j] + 1).min(diagonal + 1);
+        }
+    }
+    row[b.len()]
 }
 
 fn some_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
@@ -472,4 +579,36 @@ fn some_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D:
 
 fn some_flag<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
     de::flag(d).map(Some)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{closest_phase, edit_distance};
+
+    #[test]
+    fn edit_distances() {
+        assert_eq!(edit_distance("", ""), 0);
+        assert_eq!(edit_distance("abc", ""), 3);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(
+            edit_distance("service-request-done", "service-requests-done"),
+            1
+        );
+        assert_eq!(edit_distance("é", "e"), 1);
+    }
+
+    #[test]
+    fn the_closest_phase() {
+        assert_eq!(
+            closest_phase("service-request-done"),
+            "service-requests-done"
+        );
+        assert_eq!(closest_phase("servce-stop"), "service-stop");
+        assert_eq!(
+            closest_phase("befor-service-unbind"),
+            "before-service-unbind"
+        );
+        assert_eq!(closest_phase("cluster-exit"), "cluster-exiting");
+    }
 }

@@ -4,7 +4,10 @@
 //! functions an application can use for its own settings too:
 //!
 //! * [`duration`]: `"5 s"`, `"500ms"`, `"1.5 s"`, `"2 minutes"`,
-//!   `"1m 30s"` ([`parse_duration`]);
+//!   `"1m 30s"` ([`parse_duration`]); always a string with a unit: a bare
+//!   number (`timeout = 5`) is refused in every section, with an error
+//!   that says to add one (seconds or milliseconds? the file should say);
+//!   [`duration_with`] is the same rule with a section's own bounds;
 //! * [`byte_size`]: `4096`, `"8 MiB"`, `"512KiB"` ([`parse_byte_size`]);
 //! * [`flag`]: `true` / `false`, or Akka's `"on"` / `"off"`.
 //!
@@ -63,7 +66,8 @@ use crate::config::ConfigError;
 /// about: a value serde refuses is a [`ConfigError::InvalidValue`] with
 /// the key's full path (`coordinated-shutdown.phases.service-stop.timeout`;
 /// array indices left out) and the line and column in its message; a key
-/// the type does not know is a [`ConfigError::UnknownKey`]; a missing
+/// the type does not know is a [`ConfigError::UnknownKey`] with its full
+/// path, line and column; a missing
 /// required key is an `InvalidValue` naming it with the message
 /// `required`; text that is not TOML is a [`ConfigError::Parse`] with the
 /// line and column.
@@ -100,14 +104,14 @@ fn config_error(err: &serde_path_to_error::Error<toml::de::Error>, text: &str) -
     }
     let inner = err.inner();
     let message = inner.message().replace('\n', ", ");
-    let at = inner
-        .span()
-        .map(|span| {
-            let before = &text[..span.start.min(text.len())];
-            let line = before.matches('\n').count() + 1;
-            let column = before.chars().rev().take_while(|&c| c != '\n').count() + 1;
-            format!(" (line {line}, column {column})")
-        })
+    let position = inner.span().map(|span| {
+        let before = &text[..span.start.min(text.len())];
+        let line = before.matches('\n').count() + 1;
+        let column = before.chars().rev().take_while(|&c| c != '\n').count() + 1;
+        (line, column)
+    });
+    let at = position
+        .map(|(line, column)| format!(" (line {line}, column {column})"))
         .unwrap_or_default();
     if let Some(field) = quoted_after(&message, "missing field `") {
         let key = match key.is_empty() {
@@ -125,8 +129,13 @@ fn config_error(err: &serde_path_to_error::Error<toml::de::Error>, text: &str) -
         return ConfigError::Parse(format!("{message}{at}"));
     }
     if quoted_after(&message, "unknown field `").is_some() {
-        // The path already ends with the unknown key.
-        return ConfigError::UnknownKey { key };
+        // The path already ends with the unknown key; the span is the
+        // key's.
+        return ConfigError::UnknownKey {
+            key,
+            line: position.map(|(line, _)| line),
+            column: position.map(|(_, column)| column),
+        };
     }
     ConfigError::InvalidValue {
         key,
@@ -235,12 +244,96 @@ where
 
 const DURATION: &str = "a duration such as \"10 s\" or \"500 ms\"";
 
-/// A duration string (see [`parse_duration`]); zero is allowed.
+/// A duration string (see [`parse_duration`]); zero is allowed. A bare
+/// number is refused, as by [`duration_with`].
 pub fn duration<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
-    scalar(deserializer, DURATION, |value| match value {
-        Scalar::String(s) => parse_duration(s),
-        _ => None,
-    })
+    duration_with(deserializer, DURATION, parse_duration)
+}
+
+/// Reads a duration key, the one rule of every proscenium section: a
+/// string, handed to `read` (which applies the key's own bounds: non-zero,
+/// `"infinite"`, ...; [`parse_duration`] for the format), or an error
+/// "expected {expected}". A bare number, integer or float, is refused with
+/// an error that says to add a unit: whether `5` meant seconds or
+/// milliseconds is what the file must say (before, `[remote]` alone read an
+/// integer as milliseconds and the other sections refused it).
+///
+/// ```
+/// use proscenium_shutdown::de::{duration_with, parse_duration};
+/// use serde::Deserializer;
+/// use std::time::Duration;
+///
+/// /// A non-zero duration.
+/// fn timeout<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+///     duration_with(d, "a non-zero duration such as \"5 s\"", |s| {
+///         parse_duration(s).filter(|d| !d.is_zero())
+///     })
+/// }
+/// let read = |text| timeout(toml::de::ValueDeserializer::new(text));
+/// assert_eq!(read("\"2 s\""), Ok(Duration::from_secs(2)));
+/// assert!(read("\"0 s\"").is_err());
+/// let bare = read("5").unwrap_err().to_string();
+/// assert!(bare.contains("a bare number has no unit: write \"5 s\" or \"5 ms\""), "{bare}");
+/// ```
+pub fn duration_with<'de, D, T>(
+    deserializer: D,
+    expected: &'static str,
+    read: impl FnOnce(&str) -> Option<T>,
+) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+{
+    deserializer.deserialize_any(DurationVisitor { expected, read })
+}
+
+struct DurationVisitor<F> {
+    expected: &'static str,
+    read: F,
+}
+
+impl<F> DurationVisitor<F> {
+    /// A bare number: refused, saying how to write what was meant.
+    fn bare<E: serde::de::Error>(&self, unexpected: Unexpected<'_>, number: &str) -> E {
+        E::custom(format_args!(
+            "invalid value: {unexpected}, expected {}; a bare number has no unit: \
+             write \"{number} s\" or \"{number} ms\"",
+            self.expected
+        ))
+    }
+}
+
+impl<'de, F, T> Visitor<'de> for DurationVisitor<F>
+where
+    F: FnOnce(&str) -> Option<T>,
+{
+    type Value = T;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.expected)
+    }
+
+    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<T, E> {
+        let expected = self.expected;
+        (self.read)(s).ok_or_else(|| E::invalid_value(Unexpected::Str(s), &expected))
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<T, E> {
+        if n < 0 {
+            return Err(E::invalid_value(Unexpected::Signed(n), &self.expected));
+        }
+        Err(self.bare(Unexpected::Signed(n), &n.to_string()))
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<T, E> {
+        Err(self.bare(Unexpected::Unsigned(n), &n.to_string()))
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, n: f64) -> Result<T, E> {
+        if !(n.is_finite() && n >= 0.0) {
+            return Err(E::invalid_value(Unexpected::Float(n), &self.expected));
+        }
+        Err(self.bare(Unexpected::Float(n), &n.to_string()))
+    }
 }
 
 /// `true` / `false`, or Akka's `"on"` / `"off"` (and `"true"` /
@@ -310,8 +403,9 @@ const AKKA_UNITS: [(&str, &str); 7] = [
 /// with Akka's long unit names as well (`nanoseconds`, `micros`,
 /// `milliseconds`, ...), and a fraction with no digit on one side
 /// (`".5 s"`, `"10. s"`) read as written; surrounding whitespace is
-/// ignored. `None` for anything else: a number without a unit, a negative
-/// one, an unknown unit, a fraction finer than a nanosecond, an overflow.
+/// ignored. `None` for anything else: a number without a unit (`"10"`: no
+/// section guesses one), a negative one, an unknown unit, a fraction finer
+/// than a nanosecond, an overflow.
 ///
 /// ```
 /// use proscenium_shutdown::de::parse_duration;

@@ -34,3 +34,8 @@ pub use crate::shutdown::{
     TaskState,
 };
 pub use crate::signals::{SignalError, SignalRegistration};
+
+/// The README's example, compiled and run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -199,7 +199,9 @@ fn bad_values_and_unknown_keys_name_the_key() {
     assert_eq!(
         ShutdownConfig::from_toml_str("[coordinated-shutdown]\nexit-jvm = true\n"),
         Err(ConfigError::UnknownKey {
-            key: "coordinated-shutdown.exit-jvm".to_owned()
+            key: "coordinated-shutdown.exit-jvm".to_owned(),
+            line: Some(2),
+            column: Some(1),
         })
     );
     assert_eq!(
@@ -207,7 +209,9 @@ fn bad_values_and_unknown_keys_name_the_key() {
             "[coordinated-shutdown.phases.service-stop]\nrecovr = false\n"
         ),
         Err(ConfigError::UnknownKey {
-            key: "coordinated-shutdown.phases.service-stop.recovr".to_owned()
+            key: "coordinated-shutdown.phases.service-stop.recovr".to_owned(),
+            line: Some(2),
+            column: Some(1),
         })
     );
     assert!(matches!(
@@ -365,14 +369,18 @@ fn the_section_embeds_in_an_application_struct() {
         de::from_toml_str::<AppConfig>("name = \"a\"\n[coordinated-shutdown]\nexit-jvm = true")
             .unwrap_err(),
         ConfigError::UnknownKey {
-            key: "coordinated-shutdown.exit-jvm".to_owned()
+            key: "coordinated-shutdown.exit-jvm".to_owned(),
+            line: Some(3),
+            column: Some(1),
         }
     );
     // The application's own keys: as strict.
     assert_eq!(
         de::from_toml_str::<AppConfig>("name = \"a\"\nnmae = \"b\"").unwrap_err(),
         ConfigError::UnknownKey {
-            key: "nmae".to_owned()
+            key: "nmae".to_owned(),
+            line: Some(2),
+            column: Some(1),
         }
     );
     assert_eq!(
@@ -406,4 +414,149 @@ fn a_syntax_error_names_its_line() {
         panic!("{err:?}");
     };
     assert!(message.contains("line 2"), "{message}");
+}
+
+/// An unknown key names its full path and its line and column, as a bad
+/// value does (issue 35, item 4a: the README promises "an error naming the
+/// key path and its line"; the line was missing for unknown keys).
+#[test]
+fn an_unknown_key_names_its_path_and_line() {
+    let text = r#"[coordinated-shutdown]
+default-phase-timeout = "5 s"
+
+[coordinated-shutdown.phases.service-stop]
+timeout = "1 s"
+  recovr = "off"
+"#;
+    let err = ShutdownConfig::from_toml_str(text).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "unknown key `coordinated-shutdown.phases.service-stop.recovr` (line 6, column 3)"
+    );
+    // In an inline table too.
+    let err = ShutdownConfig::from_toml_str(
+        "[coordinated-shutdown]\nphases = { service-stop = { timeout = \"1 s\", enabld = false } }\n",
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "unknown key `coordinated-shutdown.phases.service-stop.enabld` (line 2, column 46)"
+    );
+}
+
+/// A misspelt phase (`service-request-done` for `service-requests-done`)
+/// used to be accepted as a new, empty phase, and the timeout meant for
+/// the real one was never applied. A phase the file names that is not one
+/// of Akka's, depends on no phase and that no phase depends on is refused,
+/// naming the closest of Akka's phases (issue 35, item 4b). One tied in by
+/// `depends-on`, either way, is an application's own phase ("More phases
+/// can be added in the application's configuration if needed by
+/// overriding a phase with an additional depends-on"), as are Akka's
+/// phases set without one.
+#[test]
+fn a_misspelt_phase_is_refused_naming_the_closest_phase() {
+    let err = ShutdownConfig::from_toml_str(
+        "[coordinated-shutdown.phases.service-request-done]\ntimeout = \"30 s\"\n",
+    )
+    .unwrap_err();
+    assert_eq!(
+        err,
+        ConfigError::UnconnectedPhase {
+            phase: "service-request-done".to_owned(),
+            closest: Phase::SERVICE_REQUESTS_DONE.to_owned(),
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "`coordinated-shutdown.phases.service-request-done` is not one of Akka's phases and no \
+         `depends-on` ties it to one (it depends on no phase, and no phase depends on it), so it \
+         would be a new, empty phase: did you mean `service-requests-done`?"
+    );
+    // Tied in by its own depends-on, or by another phase's: accepted.
+    let own = ShutdownConfig::from_toml_str(
+        r#"
+        [coordinated-shutdown.phases.flush-caches]
+        depends-on = ["service-stop"]
+        [coordinated-shutdown.phases.early]
+        timeout = "1 s"
+        [coordinated-shutdown.phases.service-unbind]
+        depends-on = ["early"]
+        [coordinated-shutdown.phases.cluster-shutdown]
+        timeout = "3 s"
+        "#,
+    )
+    .unwrap();
+    assert_eq!(own.phase_timeout("early"), Some(Duration::from_secs(1)));
+    assert_eq!(
+        own.phase_timeout(Phase::CLUSTER_SHUTDOWN),
+        Some(Duration::from_secs(3))
+    );
+    // Embedded in an application's struct: an error at the section's key
+    // that names the phase (as every check across keys there).
+    #[derive(Debug, serde::Deserialize)]
+    struct App {
+        #[serde(rename = "coordinated-shutdown")]
+        _shutdown: ShutdownConfig,
+    }
+    let err = proscenium_shutdown::de::from_toml_str::<App>(
+        "[coordinated-shutdown.phases.servce-stop]
+timeout = \"1 s\"\n",
+    )
+    .unwrap_err();
+    let ConfigError::InvalidValue { key, message } = &err else {
+        panic!("{err:?}");
+    };
+    assert_eq!(key, "coordinated-shutdown");
+    assert!(
+        message.contains("`coordinated-shutdown.phases.servce-stop`")
+            && message.contains("did you mean `service-stop`?"),
+        "{message}"
+    );
+    // In code, a phase with no dependencies stays allowed
+    // (`nothing_may_follow_the_last_phase`): the constants avoid typos.
+    assert!(ShutdownConfig::default()
+        .phase("dangling", PhaseConfig::new())
+        .ordered_phases()
+        .is_ok());
+}
+
+/// One rule for durations in every section (issue 35, item 4c): a string
+/// with a unit. A bare number, integer or float, is refused at its key and
+/// line with an error that says to add one (was `5` seconds or
+/// milliseconds?); `[remote]`, which alone read an integer as
+/// milliseconds, follows the same rule (remote/src/config.rs
+/// `a_bare_number_is_refused_asking_for_a_unit`).
+#[test]
+fn a_bare_number_for_a_duration_is_refused_asking_for_a_unit() {
+    let message_of = |text: &str, key: &str| match ShutdownConfig::from_toml_str(text) {
+        Err(ConfigError::InvalidValue { key: k, message }) => {
+            assert_eq!(k, key, "{text}");
+            message
+        }
+        other => panic!("{text}: {other:?}"),
+    };
+    assert_eq!(
+        message_of(
+            "[coordinated-shutdown]\ndefault-phase-timeout = 5\n",
+            "coordinated-shutdown.default-phase-timeout"
+        ),
+        "invalid value: integer `5`, expected a duration such as \"10 s\" or \"500 ms\"; a bare \
+         number has no unit: write \"5 s\" or \"5 ms\" (line 2, column 25)"
+    );
+    assert!(message_of(
+        "[coordinated-shutdown.phases.service-stop]\ntimeout = 1.5\n",
+        "coordinated-shutdown.phases.service-stop.timeout"
+    )
+    .contains("a bare number has no unit: write \"1.5 s\" or \"1.5 ms\""));
+    // A negative number is not a duration in any unit: no hint.
+    let negative = message_of(
+        "[coordinated-shutdown]\ndefault-phase-timeout = -5\n",
+        "coordinated-shutdown.default-phase-timeout",
+    );
+    assert!(!negative.contains("bare number"), "{negative}");
+    // With a unit, the same value is read.
+    let config =
+        ShutdownConfig::from_toml_str("[coordinated-shutdown]\ndefault-phase-timeout = \"5 s\"\n")
+            .unwrap();
+    assert_eq!(config.default_phase_timeout, Duration::from_secs(5));
 }

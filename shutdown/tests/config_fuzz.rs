@@ -402,6 +402,30 @@ fn render(input: &Input) -> (String, Vec<String>, ShutdownConfig) {
     (text, bad, expected)
 }
 
+/// The model of the rule for phases the file names (issue 35, item 4b):
+/// the first, in name order (the order the reader adds them), that is not
+/// one of Akka's, has no dependency, and that no phase depends on.
+fn unconnected(input: &Input, expected: &ShutdownConfig) -> Option<String> {
+    let mut names: Vec<&str> = input.phases.iter().map(|p| p.name.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    let order = expected.ordered_phases().ok()?;
+    names
+        .into_iter()
+        .find(|&name| {
+            !Phase::DEFAULTS.contains(&name)
+                && expected
+                    .phase_config(name)
+                    .is_some_and(|c| c.depends_on.is_empty())
+                && !order.iter().any(|other| {
+                    expected
+                        .phase_config(other)
+                        .is_some_and(|c| c.depends_on.iter().any(|d| d == name))
+                })
+        })
+        .map(str::to_owned)
+}
+
 /// A random sequence of TOML-ish fragments with the real key names: gets
 /// past the TOML parser more often than random text does.
 fn toml_soup() -> impl Strategy<Value = String> {
@@ -448,7 +472,7 @@ fn check_any(text: &str) {
         Ok(config) => {
             config.ordered_phases().unwrap();
         }
-        Err(ConfigError::InvalidValue { key, .. } | ConfigError::UnknownKey { key }) => {
+        Err(ConfigError::InvalidValue { key, .. } | ConfigError::UnknownKey { key, .. }) => {
             assert!(key.starts_with("coordinated-shutdown"), "{key}");
         }
         Err(_) => {}
@@ -488,7 +512,7 @@ proptest! {
         if !bad.is_empty() {
             let err = result.expect_err(&text);
             let key = match &err {
-                ConfigError::InvalidValue { key, .. } | ConfigError::UnknownKey { key } => key,
+                ConfigError::InvalidValue { key, .. } | ConfigError::UnknownKey { key, .. } => key,
                 other => panic!("{text}\nexpected an error naming one of {bad:?}, got {other:?}"),
             };
             prop_assert!(bad.contains(key), "{}\n{:?} names none of {:?}", text, err, bad);
@@ -496,6 +520,19 @@ proptest! {
             return Ok(());
         }
         match expected.ordered_phases() {
+            Ok(_) if unconnected(&input, &expected).is_some() => {
+                // Issue 35: a phase of the file that is not Akka's and that
+                // no depends-on ties in is refused, the first in name order.
+                let phase = unconnected(&input, &expected).unwrap();
+                let err = result.expect_err(&text);
+                let ConfigError::UnconnectedPhase { phase: p, closest } = &err else {
+                    panic!("{text}\nexpected UnconnectedPhase {phase:?}, got {err:?}");
+                };
+                prop_assert_eq!(p, &phase, "{}", text);
+                prop_assert!(Phase::DEFAULTS.contains(&closest.as_str()), "{}", closest);
+                let shown = err.to_string();
+                prop_assert!(shown.contains(p.as_str()) && shown.contains(closest.as_str()));
+            }
             Ok(_) => {
                 let config = result.map_err(|e| TestCaseError::fail(format!("{text}\n{e}")))?;
                 prop_assert_eq!(&config, &expected, "{}", text);

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use crate::api::actor_ref::ActorId;
 use crate::api::context::Context;
 use crate::supervision::failure::{ActorError, DeathPact, Failure, Outcome};
+use crate::supervision::own::Supervision;
 use crate::supervision::strategy::SupervisorStrategy;
 
 /// An actor: state plus a handler for its messages.
@@ -89,8 +90,10 @@ pub trait Actor: Send + Sized + 'static {
 
 pub(crate) type Factory<A> = dyn Fn() -> Result<A, ActorError> + Send + Sync;
 
-/// How to create an actor: a factory, called again on every restart, and
-/// mailbox settings.
+/// How to create an actor: a factory, called again on every restart,
+/// mailbox settings, and how the actor's own failures are handled
+/// ([`with_supervision`](Self::with_supervision); by default, by its
+/// parent's strategy).
 ///
 /// ```
 /// # #![allow(dead_code)]
@@ -105,6 +108,7 @@ pub(crate) type Factory<A> = dyn Fn() -> Result<A, ActorError> + Send + Sync;
 pub struct Props<A: Actor> {
     factory: Arc<Factory<A>>,
     capacity: Capacities,
+    supervision: Option<Arc<Supervision>>,
 }
 
 /// The mailbox and stash bounds, `UNSET` for none: packed in two words
@@ -134,6 +138,7 @@ impl<A: Actor> Props<A> {
         Props {
             factory: Arc::new(move || Ok(factory())),
             capacity: Capacities::NONE,
+            supervision: None,
         }
     }
 
@@ -146,6 +151,7 @@ impl<A: Actor> Props<A> {
         Props {
             factory: Arc::new(move || factory().map_err(Into::into)),
             capacity: Capacities::NONE,
+            supervision: None,
         }
     }
 
@@ -168,6 +174,43 @@ impl<A: Actor> Props<A> {
         self
     }
 
+    /// Handles this actor's own failures with `supervision` (restart, with
+    /// a limit and a window or with backoff, stop, resume) instead of
+    /// handing them to its parent's [`SupervisorStrategy`]: the way to
+    /// bound one top-level actor's restarts without writing a parent for
+    /// it. What `supervision` does not take (see [`Supervision`]) still
+    /// goes to the parent, whose strategy also still covers its other
+    /// children.
+    ///
+    /// ```
+    /// use proscenium::prelude::*;
+    /// use std::time::Duration;
+    ///
+    /// struct Flaky;
+    /// impl Actor for Flaky {
+    ///     type Msg = ();
+    ///     fn receive(&mut self, _: &mut Context<Self>, _: ()) -> Outcome {
+    ///         Err("flaky".into())
+    ///     }
+    /// }
+    ///
+    /// let system = ActorSystem::builder().workers(1).pin_workers(false).build()?;
+    /// // Restarted twice at most within a minute: the third failure stops it.
+    /// let props = Props::new(|| Flaky)
+    ///     .with_supervision(Supervision::restart().with_limit(2, Duration::from_secs(60)));
+    /// let flaky = system.spawn(props, "flaky")?;
+    /// for _ in 0..3 {
+    ///     flaky.tell(());
+    /// }
+    /// assert!(flaky.id().when_terminated().wait_timeout(Duration::from_secs(10)));
+    /// system.terminate().wait();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_supervision(mut self, supervision: Supervision) -> Props<A> {
+        self.supervision = Some(Arc::new(supervision));
+        self
+    }
+
     pub(crate) fn stash_capacity(&self) -> Option<usize> {
         Capacities::get(self.capacity.stash)
     }
@@ -176,10 +219,12 @@ impl<A: Actor> Props<A> {
         Capacities::get(self.capacity.mailbox)
     }
 
-    /// The factory alone: what a spawned actor keeps of its props (the
-    /// capacities are used when it is spawned), 8 bytes instead of 24.
-    pub(crate) fn into_factory(self) -> Arc<Factory<A>> {
-        self.factory
+    /// The factory and the supervision: what a spawned actor keeps of its
+    /// props (the capacities are used when it is spawned). The factory
+    /// lives in the driver, 8 bytes; the supervision, when there is one,
+    /// with the actor's seldom-used state.
+    pub(crate) fn into_parts(self) -> (Arc<Factory<A>>, Option<Arc<Supervision>>) {
+        (self.factory, self.supervision)
     }
 }
 
@@ -188,6 +233,7 @@ impl<A: Actor> Clone for Props<A> {
         Props {
             factory: Arc::clone(&self.factory),
             capacity: self.capacity,
+            supervision: self.supervision.clone(),
         }
     }
 }
@@ -198,6 +244,7 @@ impl<A: Actor> fmt::Debug for Props<A> {
             .field("actor", &std::any::type_name::<A>())
             .field("mailbox_capacity", &self.mailbox_capacity())
             .field("stash_capacity", &self.stash_capacity())
+            .field("supervision", &self.supervision)
             .finish()
     }
 }

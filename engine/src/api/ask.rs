@@ -29,7 +29,7 @@ pub enum AskError {
     Timeout(Duration),
     /// The [`Reply`] was dropped unsent, at once (not at the timeout); the
     /// reason says where.
-    #[error("the request was dropped without a reply: {0}")]
+    #[error("no reply: {}", .0.explain())]
     NoReply(NoReplyReason),
 }
 
@@ -60,6 +60,22 @@ impl NoReplyReason {
             NoReplyReason::DeadLetter => "dead letter",
             NoReplyReason::Dropped => "dropped",
             NoReplyReason::SystemTerminated => "system terminated",
+        }
+    }
+}
+
+impl NoReplyReason {
+    /// What happened, for [`AskError::NoReply`]'s message (each says
+    /// "dropped" at most once).
+    fn explain(self) -> &'static str {
+        match self {
+            NoReplyReason::DeadLetter => {
+                "the request was never handled (a dead letter, its reply dropped with it)"
+            }
+            NoReplyReason::Dropped => "the reply was dropped unsent",
+            NoReplyReason::SystemTerminated => {
+                "the system terminated while the reply was still held, unsent"
+            }
         }
     }
 }

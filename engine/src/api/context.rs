@@ -17,6 +17,7 @@ use crate::runtime::driver::{Awaiting, Driver};
 use crate::runtime::signal::{SystemMsg, Watcher};
 use crate::runtime::system::ActorSystem;
 use crate::supervision::failure::Failure;
+use crate::supervision::own::OwnSupervision;
 
 /// An actor's view of itself and its surroundings, handed to every handler.
 pub struct Context<A: Actor> {
@@ -46,6 +47,9 @@ pub(crate) struct Rare<M: Send + 'static> {
     /// The failure a restart in progress hands to `post_restart`; `None`
     /// re-runs `pre_start` instead (a failed creation).
     pub(crate) restart_failure: Option<Failure>,
+    /// The actor's own supervision, from its props (`Props::with_supervision`),
+    /// with what it counts; set at creation, dropped at termination.
+    pub(crate) own: Option<Box<OwnSupervision>>,
 }
 
 impl<M: Send + 'static> Default for Rare<M> {
@@ -56,6 +60,7 @@ impl<M: Send + 'static> Default for Rare<M> {
             watchers: Vec::new(),
             awaiting: Awaiting::default(),
             restart_failure: None,
+            own: None,
         }
     }
 }

@@ -25,6 +25,7 @@ use crate::api::ask::Reply;
 use crate::api::context::Context;
 use crate::error::SpawnError;
 use crate::runtime::signal::Envelope;
+use crate::runtime::system::ActorSystem;
 use crate::supervision::failure::Outcome;
 use crate::supervision::strategy::{Directive, SupervisorStrategy};
 
@@ -391,18 +392,38 @@ enum TimerKind {
     ResetCount,
 }
 
-/// A restart was scheduled; published on the event stream by the
-/// supervisor.
+/// A restart was scheduled; published on the event stream by a
+/// [`BackoffSupervisor`], and by an actor whose own
+/// [`Supervision`](crate::Supervision) restarts it with backoff (then
+/// `supervisor` is that actor).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct BackoffRestartScheduled {
-    /// The backoff supervisor.
+    /// The backoff supervisor (or the actor restarting itself).
     pub supervisor: ActorId,
     /// The restart's number since the last reset (0-based): the `n` of the
     /// delay formula (see [`backoff_delay`]).
     pub attempt: u32,
     /// How long the supervisor waits before starting the child.
     pub delay: Duration,
+}
+
+/// Publishes a [`BackoffRestartScheduled`] if anyone listens (the id is
+/// built only then).
+pub(crate) fn publish_restart_scheduled(
+    system: &ActorSystem,
+    supervisor: impl FnOnce() -> ActorId,
+    attempt: u32,
+    delay: Duration,
+) {
+    let events = system.event_stream();
+    if events.has_subscribers::<BackoffRestartScheduled>() {
+        events.publish(BackoffRestartScheduled {
+            supervisor: supervisor(),
+            attempt,
+            delay,
+        });
+    }
 }
 
 /// Supervises one child and starts it again after a growing delay, as
@@ -519,14 +540,7 @@ impl<A: Actor> BackoffSupervisor<A> {
         );
         self.restart_timer = Some(self.arm(ctx, delay, TimerKind::StartChild));
         // Published once armed, so a subscriber sees the timer pending.
-        let events = ctx.system().event_stream();
-        if events.has_subscribers::<BackoffRestartScheduled>() {
-            events.publish(BackoffRestartScheduled {
-                supervisor: ctx.id(),
-                attempt: self.restart_count,
-                delay,
-            });
-        }
+        publish_restart_scheduled(ctx.system(), || ctx.id(), self.restart_count, delay);
         self.restart_count = next;
     }
 
@@ -658,11 +672,12 @@ impl<A: Actor> fmt::Debug for BackoffSupervisor<A> {
     }
 }
 
-/// xorshift64*: the jitter needs spread, not cryptographic quality.
-struct XorShift(u64);
+/// xorshift64*: the jitter needs spread, not cryptographic quality (also
+/// an actor's own backoff's, `supervision/own.rs`).
+pub(crate) struct XorShift(u64);
 
 impl XorShift {
-    fn seeded() -> XorShift {
+    pub(crate) fn seeded() -> XorShift {
         let nanos = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
@@ -674,7 +689,7 @@ impl XorShift {
     }
 
     /// A draw in `[0, 1)`.
-    fn next_unit(&mut self) -> f64 {
+    pub(crate) fn next_unit(&mut self) -> f64 {
         let mut x = self.0;
         x ^= x >> 12;
         x ^= x << 25;

@@ -90,9 +90,12 @@ impl SystemBuilder {
     ///   [`ShutdownConfig::from_toml_str`] reads it (phases, `depends-on`,
     ///   `timeout`, `recover`, `enabled`, `exit-process`, ...).
     ///
-    /// Other top-level tables are left to their owners; an unknown key or a
-    /// bad value inside these two is an error that names the key, and the
-    /// phase graph is validated here, before anything starts.
+    /// Durations, here as in every section, are strings with a unit
+    /// (`"5 s"`, `"500 ms"`; a bare number is refused, asking for a unit:
+    /// [`de::duration_with`]). Other top-level tables are left to their
+    /// owners; an unknown key or a bad value inside these two is an error
+    /// that names the key and its line, and the phase graph is validated
+    /// here, before anything starts.
     ///
     /// ```
     /// use proscenium::ActorSystem;
@@ -115,7 +118,10 @@ impl SystemBuilder {
     /// system.terminate().wait();
     ///
     /// let bad = ActorSystem::builder().from_toml_str("[scheduler]\nworkerz = 2");
-    /// assert_eq!(bad.unwrap_err().to_string(), "unknown key `scheduler.workerz`");
+    /// assert_eq!(
+    ///     bad.unwrap_err().to_string(),
+    ///     "unknown key `scheduler.workerz` (line 2, column 1)"
+    /// );
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn from_toml_str(mut self, text: &str) -> Result<SystemBuilder, ConfigError> {
@@ -229,7 +235,7 @@ mod tests {
         assert_eq!(app.actors.scheduler.pin_workers, Some(false));
         assert_eq!(app.actors.scheduler.stack_size, None);
         let key = |text: &str| match de::from_toml_str::<App>(text).expect_err(text) {
-            ConfigError::InvalidValue { key, .. } | ConfigError::UnknownKey { key } => key,
+            ConfigError::InvalidValue { key, .. } | ConfigError::UnknownKey { key, .. } => key,
             other => panic!("{other:?}"),
         };
         assert_eq!(

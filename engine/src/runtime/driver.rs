@@ -23,12 +23,14 @@ use crate::api::context::Context;
 use crate::observe::events::{
     publish_lifecycle, publish_supervision, LifecycleKind, SupervisionReason,
 };
+use crate::patterns::backoff::publish_restart_scheduled;
 use crate::patterns::timers::{Extras, TimerSlot};
 use crate::runtime::cell::{run_callback, undeliverable_system, ActorCell, RunEnd};
 use crate::runtime::contain::contain;
 use crate::runtime::drain::{close_and_drain, dequeue_system_only, drain_closed, DRAIN_BEFORE_CLOSE};
 use crate::runtime::signal::{Envelope, SystemMsg, Watcher};
 use crate::supervision::failure::{Failure, Killed, Outcome};
+use crate::supervision::own::{OwnDecision, OwnSupervision};
 use crate::supervision::strategy::{Directive, StrategyKind, SupervisorStrategy};
 
 /// Where an actor is in its life.
@@ -91,9 +93,13 @@ impl<A: Actor> Driver<A> {
         if let Some(capacity) = props.stash_capacity() {
             ctx.rare_mut().extras = Some(Box::new(Extras::new(Some(capacity))));
         }
+        let (factory, supervision) = props.into_parts();
+        if let Some(supervision) = supervision {
+            ctx.rare_mut().own = Some(Box::new(OwnSupervision::new(supervision)));
+        }
         Driver {
             actor: None,
-            factory: Some(props.into_factory()),
+            factory: Some(factory),
             ctx,
             life: Life::New,
             failed: false,
@@ -125,6 +131,11 @@ impl<A: Actor> Driver<A> {
 
     fn is_stopping(&self) -> bool {
         matches!(self.life, Life::Terminating | Life::Terminated)
+    }
+
+    /// The actor's own supervision, if its props gave it one.
+    fn own_mut(&mut self) -> Option<&mut OwnSupervision> {
+        self.ctx.rare.as_deref_mut()?.own.as_deref_mut()
     }
 
     // ---- user code, always behind catch_unwind -------------------------
@@ -284,6 +295,7 @@ impl<A: Actor> Driver<A> {
                 }
             }
             SystemMsg::DeathWatchNotification(who) => self.death_notification(who),
+            SystemMsg::RestartDue(token) => self.own_restart_due(token),
         }
     }
 
@@ -299,13 +311,15 @@ impl<A: Actor> Driver<A> {
             self.drop_instance();
             self.fail(failure.into_initialization(), SuspendChildren::All);
         } else {
+            self.own_started();
             publish_lifecycle(self.actor_system(), || self.me(), LifecycleKind::Started);
         }
     }
 
     /// A failure in this actor: suspend it (and, by default, its children)
-    /// and report to the parent on its system lane. The root has no parent:
-    /// it stops ("the bubble walker").
+    /// and report to the parent on its system lane, unless the actor's own
+    /// supervision decides it (`decide_own`). The root has no parent: it
+    /// stops ("the bubble walker").
     fn fail(&mut self, failure: Failure, children: SuspendChildren) {
         if self.failed || self.is_stopping() {
             tracing::debug!(actor = %self.path(), %failure, "failure while already failed or stopping");
@@ -323,6 +337,9 @@ impl<A: Actor> Driver<A> {
                 self.each_child(|c| *c != skip, |c| c.send_system(SystemMsg::Suspend))
             }
         }
+        if self.decide_own(&failure) {
+            return;
+        }
         let me = self.me();
         match &self.cell().core().parent {
             Some(parent) => parent.send_system(SystemMsg::Failed { child: me, failure }),
@@ -331,6 +348,88 @@ impl<A: Actor> Driver<A> {
                 self.terminate();
             }
         }
+    }
+
+    /// The actor's own supervision (`Props::with_supervision`) decides
+    /// `failure` if it takes it (see `Supervision`): the decision is
+    /// published and logged as a parent's would be (the actor is both
+    /// supervisor and child), and carried out with the system message a
+    /// parent would send, sent to this actor itself, so it takes the same
+    /// path (after what is already queued on the system lane). `false`:
+    /// not its to take, the parent decides.
+    fn decide_own(&mut self, failure: &Failure) -> bool {
+        let now = Instant::now();
+        let Some((decision, logs, max_retries)) = self.own_mut().map(|own| {
+            let decision = own.decide(failure, now);
+            let s = own.supervision();
+            (decision, s.logs(), s.retry_limit())
+        }) else {
+            return false;
+        };
+        let (directive, reason) = match decision {
+            OwnDecision::Parent => return false,
+            OwnDecision::Resume => (Directive::Resume, SupervisionReason::Decided),
+            OwnDecision::Restart | OwnDecision::RestartAfter { .. } => {
+                (Directive::Restart, SupervisionReason::Decided)
+            }
+            OwnDecision::Stop(reason) => (Directive::Stop, reason),
+        };
+        let me = self.me();
+        publish_supervision(
+            self.actor_system(),
+            || me.clone(),
+            &me,
+            failure,
+            directive,
+            reason,
+        );
+        log_decision(logs, &me, failure, directive, reason, max_retries);
+        match decision {
+            OwnDecision::Parent => unreachable!("returned above"),
+            OwnDecision::Resume => me.send_system(SystemMsg::Resume { by_failure: true }),
+            OwnDecision::Restart => me.send_system(SystemMsg::Recreate(failure.clone())),
+            OwnDecision::RestartAfter { attempt, delay } => {
+                // Suspended until then: the messages wait in the mailbox.
+                let token = OwnSupervision::next_token();
+                let target = me.clone();
+                let timer = (self.actor_system().scheduler_handle()).schedule(delay, move || {
+                    target.send_system(SystemMsg::RestartDue(token));
+                });
+                if let Some(own) = self.own_mut() {
+                    own.arm(token, timer, failure.clone());
+                }
+                // Published once armed, as the BackoffSupervisor does.
+                publish_restart_scheduled(self.actor_system(), || me.clone(), attempt, delay);
+            }
+            OwnDecision::Stop(_) => me.stop(),
+        }
+        true
+    }
+
+    /// A delayed restart's timer fired: restart, unless the restart was
+    /// cancelled meanwhile (the actor was restarted by its parent, or is
+    /// stopping).
+    fn own_restart_due(&mut self, token: u64) {
+        if self.is_stopping() {
+            return;
+        }
+        if let Some(failure) = self.own_mut().and_then(|own| own.take_due(token)) {
+            self.fault_recreate(failure);
+        }
+    }
+
+    /// A new incarnation started: its own supervision's backoff measures
+    /// its stable period from now.
+    fn own_started(&mut self) {
+        if let Some(own) = self.own_mut() {
+            own.started(Instant::now());
+        }
+    }
+
+    /// A restart or a stop came from elsewhere: a delayed restart of the
+    /// actor's own supervision is moot. `true` if one was pending.
+    fn cancel_own_restart(&mut self) -> bool {
+        self.own_mut().is_some_and(OwnSupervision::cancel_pending)
     }
 
     /// Calls `f` on every child that `filter` keeps (outside the lock).
@@ -400,6 +499,16 @@ impl<A: Actor> Driver<A> {
     fn fault_recreate(&mut self, failure: Failure) {
         if self.is_stopping() {
             return;
+        }
+        if self.cancel_own_restart() {
+            // This restart (a parent's, after its Suspend: an all-for-one
+            // restart, or a restarting parent's) takes the place of the
+            // delayed one, which was to lift the suspension of this
+            // actor's own failure: lift it here, as the restart's resume
+            // lifts its sender's Suspend. The failed flag is cleared by
+            // the restart.
+            // SAFETY: we hold the run.
+            unsafe { self.cell().mailbox.resume() };
         }
         if self.actor.is_none() {
             self.fault_create();
@@ -482,6 +591,7 @@ impl<A: Actor> Driver<A> {
         if kind == LifecycleKind::Restarted {
             self.actor_system().metrics_state().restarted();
         }
+        self.own_started();
         publish_lifecycle(self.actor_system(), || self.me(), kind);
         if let Some(failure) = failure {
             // Less any survivor the new instance has stopped meanwhile.
@@ -551,27 +661,14 @@ impl<A: Actor> Driver<A> {
             directive,
             reason,
         );
-        if strategy.logs() {
-            match (directive, reason) {
-                (Directive::Escalate, _) => {}
-                (Directive::Resume, _) => {
-                    tracing::warn!(actor = %child, %failure, ?directive, "actor failed")
-                }
-                (Directive::Stop, SupervisionReason::RestartLimitReached) => {
-                    tracing::error!(
-                        actor = %child,
-                        %failure,
-                        ?directive,
-                        reason = reason.as_str(),
-                        max_retries = strategy.retry_limit(),
-                        "actor failed"
-                    )
-                }
-                (Directive::Restart | Directive::Stop, _) => {
-                    tracing::error!(actor = %child, %failure, ?directive, "actor failed")
-                }
-            }
-        }
+        log_decision(
+            strategy.logs(),
+            &child,
+            &failure,
+            directive,
+            reason,
+            strategy.retry_limit(),
+        );
         match (directive, strategy.kind()) {
             (Directive::Resume, _) => child.send_system(SystemMsg::Resume { by_failure: true }),
             (Directive::Restart, StrategyKind::OneForOne) => {
@@ -692,6 +789,7 @@ impl<A: Actor> Driver<A> {
         self.life = Life::Terminating;
         // No timer outlives its actor: none fires while the children stop.
         self.ctx.cancel_timers();
+        let _ = self.cancel_own_restart();
         let me = self.me();
         // Dropping the state also forgets the Terminated signals queued and
         // not yet handled: a stopping actor handles no more of them.
@@ -776,9 +874,12 @@ impl<A: Actor> Driver<A> {
                 Watcher::Callback(f) => run_callback(f),
             }
         }
-        // The factory may have captured anything.
+        // The factory may have captured anything, and so may the own
+        // supervision's `only_when`.
         let factory = self.factory.take();
         contain("dropping an actor's props", || drop(factory));
+        let own = (self.ctx.rare.as_deref_mut()).and_then(|r| r.own.take());
+        contain("dropping an actor's supervision", || drop(own));
         // Every child has terminated: their deferred failures are moot.
         drop(self.take_awaiting());
         if parent.is_none() {
@@ -799,6 +900,42 @@ impl<A: Actor> Driver<A> {
                 Dequeued::Empty | Dequeued::Retry => {}
             },
         );
+    }
+}
+
+/// Logs a supervision decision about `child` (by its parent, or by its own
+/// supervision), if the strategy logs: Resume as a warning, Restart and
+/// Stop as errors (a stop over the limit with the reason and the limit),
+/// Escalate not at all (the failure is logged where it is decided).
+fn log_decision(
+    logs: bool,
+    child: &ActorId,
+    failure: &Failure,
+    directive: Directive,
+    reason: SupervisionReason,
+    max_retries: Option<u32>,
+) {
+    if !logs {
+        return;
+    }
+    match (directive, reason) {
+        (Directive::Escalate, _) => {}
+        (Directive::Resume, _) => {
+            tracing::warn!(actor = %child, %failure, ?directive, "actor failed")
+        }
+        (Directive::Stop, SupervisionReason::RestartLimitReached) => {
+            tracing::error!(
+                actor = %child,
+                %failure,
+                ?directive,
+                reason = reason.as_str(),
+                max_retries,
+                "actor failed"
+            )
+        }
+        (Directive::Restart | Directive::Stop, _) => {
+            tracing::error!(actor = %child, %failure, ?directive, "actor failed")
+        }
     }
 }
 

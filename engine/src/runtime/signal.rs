@@ -30,6 +30,9 @@ pub(crate) enum SystemMsg {
     Unwatch(ActorId),
     /// An actor this one watches, or a child, has terminated.
     DeathWatchNotification(ActorId),
+    /// The delay of a restart that this actor's own supervision decided
+    /// (with backoff) has passed; the token says which arming it answers.
+    RestartDue(u64),
 }
 
 impl fmt::Debug for SystemMsg {
@@ -53,6 +56,7 @@ impl fmt::Debug for SystemMsg {
             SystemMsg::DeathWatchNotification(who) => {
                 f.debug_tuple("DeathWatchNotification").field(who).finish()
             }
+            SystemMsg::RestartDue(token) => f.debug_tuple("RestartDue").field(token).finish(),
         }
     }
 }

@@ -182,7 +182,7 @@ pub(crate) struct RestartStats {
 impl RestartStats {
     /// Asks for one more restart; `false` means the limit is reached and the
     /// child must be stopped instead.
-    fn request(&mut self, max: Option<u32>, within: Option<Duration>, now: Instant) -> bool {
+    pub(crate) fn request(&mut self, max: Option<u32>, within: Option<Duration>, now: Instant) -> bool {
         match (max, within) {
             (Some(0), _) => false,
             (None, None) => true,
