@@ -99,6 +99,8 @@ pub(crate) struct Core {
     pub(crate) view: Arc<View>,
     pub(crate) lease: Arc<LeaseState>,
     leave: Arc<Notify>,
+    /// Allocations this node has in flight, by target node.
+    pub(crate) allocating: Mutex<std::collections::HashMap<String, usize>>,
     /// Each region's hand-off on leaving (its entities stopped, its
     /// shards freed; the sender hears when it is done).
     regions: Mutex<Vec<HandOff>>,
@@ -198,6 +200,7 @@ impl Cluster {
                 view,
                 lease,
                 leave,
+                allocating: Mutex::new(std::collections::HashMap::new()),
                 regions: Mutex::new(Vec::new()),
                 region_names: Mutex::new(HashSet::new()),
             }),

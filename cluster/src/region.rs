@@ -503,13 +503,37 @@ async fn allocate(core: &Core, entity_type: &str, shard: u32) {
     let (owner, target) = {
         let st = core.view.lock();
         let owner = core.view.owner(&st, entity_type, shard);
+        // Least loaded, counting the allocations this node has in flight
+        // (the view learns of them a moment after they are written: a
+        // burst of allocations would all go to one node otherwise).
+        let mut pending = core.allocating.lock().unwrap_or_else(|e| e.into_inner());
         let target = core
             .view
             .load(&st, entity_type)
             .into_iter()
+            .map(|(node, inc, n)| {
+                let p = pending.get(&node).copied().unwrap_or(0);
+                (node, inc, n + p)
+            })
             .min_by(|a, b| a.2.cmp(&b.2).then_with(|| a.0.cmp(&b.0)))
             .map(|(node, inc, _)| ShardRecord { node, inc });
+        if let (
+            Some(t),
+            Owner::Free
+            | Owner::Orphaned {
+                lease_rev: None, ..
+            },
+        ) = (&target, &owner)
+        {
+            *pending.entry(t.node.clone()).or_default() += 1;
+        }
         (owner, target)
+    };
+    let settle = |target: &ShardRecord| {
+        let mut pending = core.allocating.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(p) = pending.get_mut(&target.node) {
+            *p = p.saturating_sub(1);
+        }
     };
     let key = shard_key(entity_type, shard);
     let store: &kv::Store = &core.store;
@@ -518,6 +542,7 @@ async fn allocate(core: &Core, entity_type: &str, shard: u32) {
         Owner::Free => {
             if let Some(target) = target {
                 let _ = store.create(&key, encode(&target)).await;
+                settle(&target);
             }
         }
         Owner::Orphaned {
@@ -541,6 +566,7 @@ async fn allocate(core: &Core, entity_type: &str, shard: u32) {
             }
             if let Some(target) = target {
                 let _ = store.update(&key, encode(&target), record_rev).await;
+                settle(&target);
             }
         }
     }
