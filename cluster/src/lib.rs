@@ -29,7 +29,8 @@
 //! use proscenium_cluster::{Cluster, ClusterSettings, EntityInfo};
 //! use proscenium_remote::{Remote, RemoteReply, RemoteSettings};
 //! use serde::{Deserialize, Serialize};
-//! //!
+//! use std::time::Duration;
+//!
 //! #[derive(Serialize, Deserialize)]
 //! enum Cmd { Add(u64), Get(RemoteReply<u64>) }
 //!
