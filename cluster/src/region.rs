@@ -30,10 +30,16 @@
 //!
 //! A shard this node no longer owns by the view, or runs while it does not
 //! hold its lease, has its entities stopped: at a fence, every entity.
+//!
+//! Passivation: an entity idle for `passivate-idle` (default 2 minutes,
+//! Akka's), or the least recently used one when starting another would
+//! pass `max-active-entities`, is sent a PoisonPill (after what it was
+//! sent before, which it handles); messages for it from then on wait in
+//! the region, and once it has stopped they start its next incarnation.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_nats::jetstream::kv;
 use proscenium::{Actor, ActorId, ActorRef, Context, Outcome, Props};
@@ -206,7 +212,17 @@ impl<M: Serialize + DeserializeOwned + Send + 'static> EntityRef<M> {
 struct Hosted<M: Send + 'static> {
     inc: u128,
     token: u64,
-    entities: HashMap<String, ActorRef<M>>,
+    entities: HashMap<String, Entity<M>>,
+}
+
+/// A running entity.
+struct Entity<M: Send + 'static> {
+    actor: ActorRef<M>,
+    /// When it was last sent a message.
+    last: Instant,
+    /// Sent its PoisonPill: what comes for it waits here for its next
+    /// incarnation.
+    passivating: Option<VecDeque<M>>,
 }
 
 pub(crate) type Factory<A> = Arc<dyn Fn(&EntityInfo) -> Props<A> + Send + Sync>;
@@ -377,50 +393,131 @@ where
             // An older allocation of it to this node: its entities go.
             self.unhost(ctx, shard);
         }
+        if let Some(e) = self
+            .hosted
+            .get_mut(&shard)
+            .and_then(|h| h.entities.get_mut(&id))
+        {
+            match &mut e.passivating {
+                Some(waiting) => waiting.push_back(msg),
+                None => {
+                    e.last = Instant::now();
+                    e.actor.tell(msg);
+                }
+            }
+            return;
+        }
+        if let Some(max) = self.core.settings.max_active_entities {
+            if self.active() >= max {
+                self.passivate_least_recent();
+            }
+        }
         let hosted = self.hosted.entry(shard).or_insert_with(|| Hosted {
             inc,
             token,
             entities: HashMap::new(),
         });
-        let entity = match hosted.entities.get(&id) {
-            Some(e) => e.clone(),
-            None => {
-                let info = EntityInfo {
-                    entity_type: self.entity_type.to_string(),
-                    id: id.clone(),
-                    shard,
-                    fencing_token: token,
-                };
-                let props = (self.factory)(&info);
-                match ctx.spawn_anonymous(props) {
-                    Ok(e) => {
-                        ctx.watch(&e.id());
-                        self.by_actor.insert(e.id(), (shard, id.clone()));
-                        hosted.entities.insert(id, e.clone());
-                        e
-                    }
-                    Err(err) => {
-                        tracing::warn!(error = %err, "cluster: an entity could not start");
-                        return;
-                    }
+        let entity = {
+            let info = EntityInfo {
+                entity_type: self.entity_type.to_string(),
+                id: id.clone(),
+                shard,
+                fencing_token: token,
+            };
+            let props = (self.factory)(&info);
+            match ctx.spawn_anonymous(props) {
+                Ok(e) => {
+                    ctx.watch(&e.id());
+                    self.by_actor.insert(e.id(), (shard, id.clone()));
+                    hosted.entities.insert(
+                        id,
+                        Entity {
+                            actor: e.clone(),
+                            last: Instant::now(),
+                            passivating: None,
+                        },
+                    );
+                    e
+                }
+                Err(err) => {
+                    tracing::warn!(error = %err, "cluster: an entity could not start");
+                    return;
                 }
             }
         };
         entity.tell(msg);
     }
 
-    /// Stops the entities of `shard` and forgets it.
+    /// Stops the entities of `shard` and forgets it; what waited for an
+    /// entity's next incarnation is routed again (to the shard's next
+    /// owner).
     fn unhost(&mut self, ctx: &mut Context<Self>, shard: u32) {
-        if let Some(h) = self.hosted.remove(&shard) {
-            for e in h.entities.values() {
-                let id = e.id();
-                self.by_actor.remove(&id);
-                ctx.stop(&id);
+        let Some(h) = self.hosted.remove(&shard) else {
+            return;
+        };
+        let mut waiting = Vec::new();
+        for (id, e) in h.entities {
+            let actor = e.actor.id();
+            self.by_actor.remove(&actor);
+            ctx.stop(&actor);
+            if let Some(w) = e.passivating {
+                waiting.extend(w.into_iter().map(|m| (id.clone(), m)));
+            }
+        }
+        for (id, msg) in waiting {
+            self.route(ctx, id, msg, 0);
+        }
+    }
+
+    /// Entities running here and not passivating.
+    fn active(&self) -> usize {
+        self.hosted
+            .values()
+            .map(|h| {
+                h.entities
+                    .values()
+                    .filter(|e| e.passivating.is_none())
+                    .count()
+            })
+            .sum()
+    }
+
+    fn passivate(e: &mut Entity<A::Msg>) {
+        if e.passivating.is_none() {
+            e.passivating = Some(VecDeque::new());
+            e.actor.poison_pill();
+        }
+    }
+
+    fn passivate_least_recent(&mut self) {
+        let oldest = self
+            .hosted
+            .values_mut()
+            .flat_map(|h| h.entities.values_mut())
+            .filter(|e| e.passivating.is_none())
+            .min_by_key(|e| e.last);
+        if let Some(e) = oldest {
+            Self::passivate(e);
+        }
+    }
+
+    fn passivate_idle(&mut self) {
+        let Some(idle) = self.core.settings.passivate_idle else {
+            return;
+        };
+        for e in self
+            .hosted
+            .values_mut()
+            .flat_map(|h| h.entities.values_mut())
+        {
+            if e.passivating.is_none() && e.last.elapsed() >= idle {
+                Self::passivate(e);
             }
         }
     }
 
     fn recheck(&mut self, ctx: &mut Context<Self>) {
+        self.passivate_idle();
         let holds = self.core.lease.holds() && !self.leaving;
         let my_inc = self.core.lease.incarnation();
         let me = self.core.node.clone();
@@ -599,11 +696,19 @@ where
         Ok(())
     }
 
-    fn on_terminated(&mut self, _ctx: &mut Context<Self>, who: ActorId) -> Outcome {
+    fn on_terminated(&mut self, ctx: &mut Context<Self>, who: ActorId) -> Outcome {
         if let Some((shard, id)) = self.by_actor.remove(&who) {
-            if let Some(h) = self.hosted.get_mut(&shard) {
-                if h.entities.get(&id).is_some_and(|e| e.id() == who) {
-                    h.entities.remove(&id);
+            let ended = self.hosted.get_mut(&shard).and_then(|h| {
+                if h.entities.get(&id).is_some_and(|e| e.actor.id() == who) {
+                    h.entities.remove(&id)
+                } else {
+                    None
+                }
+            });
+            // Passivated: what came meanwhile starts its next incarnation.
+            if let Some(waiting) = ended.and_then(|e| e.passivating) {
+                for msg in waiting {
+                    self.route(ctx, id.clone(), msg, 0);
                 }
             }
         }

@@ -34,6 +34,13 @@ pub struct ClusterSettings {
     /// or moving), all shards together (default 100,000, Akka's
     /// `buffer-size`). Past it a message is a dead letter.
     pub buffer_size: usize,
+    /// An entity sent no message for this long is passivated (stopped; its
+    /// next message starts it again): default 2 minutes (Akka's). `None`:
+    /// never by idleness.
+    pub passivate_idle: Option<Duration>,
+    /// The most entities a region runs at once: starting one more
+    /// passivates the least recently used. Default: no limit.
+    pub max_active_entities: Option<usize>,
     /// Replicas of the bucket when this node is the one that creates it
     /// (default 1; 3 in production, on a NATS cluster of three servers or
     /// more: JetStream's RAFT majority is then what decides ownership).
@@ -48,6 +55,8 @@ impl Default for ClusterSettings {
             lease_renew_interval: Duration::from_secs(1),
             fence_margin: Duration::from_secs(1),
             buffer_size: 100_000,
+            passivate_idle: Some(Duration::from_secs(120)),
+            max_active_entities: None,
             bucket_replicas: 1,
         }
     }
@@ -70,6 +79,18 @@ impl ClusterSettings {
         self.lease_timeout = timeout;
         self.lease_renew_interval = renew;
         self.fence_margin = margin;
+        self
+    }
+
+    /// Sets passivation: after `idle` without a message (`None`: never),
+    /// and past `max_active` entities per region (`None`: no limit).
+    pub fn passivation(
+        mut self,
+        idle: Option<Duration>,
+        max_active: Option<usize>,
+    ) -> ClusterSettings {
+        self.passivate_idle = idle;
+        self.max_active_entities = max_active;
         self
     }
 
@@ -102,6 +123,12 @@ impl ClusterSettings {
                 "lease-renew-interval",
                 "at most half of lease-timeout less fence-margin (a lost renewal must not fence)",
             );
+        }
+        if self.passivate_idle.is_some_and(|d| d.is_zero()) {
+            return bad("passivate-idle", "a positive duration");
+        }
+        if self.max_active_entities == Some(0) {
+            return bad("max-active-entities", "a positive number of entities");
         }
         if self.buffer_size == 0 {
             return bad("buffer-size", "a positive number of messages");

@@ -37,6 +37,8 @@ enum Cmd {
     Get(RemoteReply<u64>),
     /// The node it runs on, and its fencing token.
     Where(RemoteReply<(String, u64)>),
+    /// Busy for this many milliseconds (a long piece of work).
+    Busy(u64),
 }
 
 /// Every activation and stop, from every node of the process.
@@ -81,6 +83,10 @@ impl Witness {
         assert!(v.is_empty(), "the witness saw: {v:#?}");
     }
 
+    fn activations(&self) -> u64 {
+        *self.activations.lock().expect("witness")
+    }
+
     fn live_on(&self, node: &str) -> usize {
         self.live
             .lock()
@@ -113,6 +119,7 @@ impl Actor for Counter {
             Cmd::Add(k) => self.n += k,
             Cmd::Get(r) => r.send(self.n),
             Cmd::Where(r) => r.send((self.node.clone(), self.token)),
+            Cmd::Busy(ms) => std::thread::sleep(Duration::from_millis(ms)),
         }
         Ok(())
     }
@@ -387,5 +394,69 @@ fn a_node_with_another_number_of_shards_refuses_to_start_the_region() {
     drop(cluster);
     assert!(sys.terminate().wait_timeout(GUARD).is_some());
     drop(remote);
+    a.finish();
+}
+
+/// Passivation by idle time (Akka's `passivate-idle-entity-after`): an
+/// entity sent nothing for the timeout stops, and its next message starts
+/// a new incarnation (its state starts over: the proof it stopped).
+#[test]
+fn an_idle_entity_is_passivated_and_its_next_message_starts_it_again() {
+    require_jetstream!();
+    let server = NatsServer::start();
+    let witness = Arc::new(Witness::default());
+    let idle = Duration::from_millis(300);
+    let a = Node::start(
+        &server.url(),
+        "a",
+        &witness,
+        settings().passivation(Some(idle), None),
+    );
+    let e = a.region.entity_ref("cart-1");
+    e.tell(Cmd::Add(5));
+    assert_eq!(e.ask(Cmd::Get, GUARD).wait(), Ok(5));
+    let waited = eventually("passivated", || witness.live_on("a") == 0);
+    eprintln!("idle {idle:?}: passivated after {waited:?}");
+    assert!(waited >= idle.saturating_sub(Duration::from_millis(50)));
+    assert_eq!(e.ask(Cmd::Get, GUARD).wait(), Ok(0), "a new incarnation");
+    assert_eq!(witness.activations(), 2);
+    witness.clean();
+    a.finish();
+}
+
+/// Passivation by a limit of active entities: starting one more
+/// passivates the least recently used; a message sent to an entity while
+/// it passivates (its PoisonPill queued behind long work) is not lost: it
+/// starts the entity's next incarnation.
+#[test]
+fn past_the_limit_the_least_recent_entity_passivates_and_keeps_its_messages() {
+    require_jetstream!();
+    let server = NatsServer::start();
+    let witness = Arc::new(Witness::default());
+    let a = Node::start(
+        &server.url(),
+        "a",
+        &witness,
+        settings().passivation(None, Some(3)),
+    );
+    for i in 0..10 {
+        let e = a.region.entity_ref(format!("cart-{i}"));
+        assert_eq!(e.ask(Cmd::Get, GUARD).wait(), Ok(0));
+        // The one passivated for it stops after its PoisonPill.
+        eventually("at most three live", || witness.live_on("a") <= 3);
+    }
+    // cart-7 is the least recent of 7, 8, 9: busy, then passivated by a
+    // new entity while busy, then sent a message.
+    let busy = a.region.entity_ref("cart-7");
+    busy.tell(Cmd::Busy(300));
+    a.region.entity_ref("cart-100").tell(Cmd::Add(1));
+    busy.tell(Cmd::Add(7));
+    assert_eq!(
+        busy.ask(Cmd::Get, GUARD).wait(),
+        Ok(7),
+        "the message reached the next incarnation"
+    );
+    eventually("at most three live", || witness.live_on("a") <= 3);
+    witness.clean();
     a.finish();
 }
