@@ -80,7 +80,46 @@ use tokio::sync::Notify;
 
 pub use crate::error::ClusterError;
 pub use crate::region::{EntityInfo, EntityRef, HeldOverflow, Region};
+
+/// A cluster singleton, as this node sees it ([`Cluster::start_singleton`]).
+/// Cheap to clone.
+pub struct Singleton<M: Send + 'static> {
+    region: Region<M>,
+    proxy: EntityRef<M>,
+}
+
+impl<M: Send + 'static> Clone for Singleton<M> {
+    fn clone(&self) -> Self {
+        Singleton {
+            region: self.region.clone(),
+            proxy: self.proxy.clone(),
+        }
+    }
+}
+
+impl<M: Serialize + DeserializeOwned + Send + 'static> Singleton<M> {
+    /// A reference to the singleton, wherever it runs: tell and ask as to
+    /// an entity; messages wait (bounded, as a region's) while it has no
+    /// node.
+    pub fn proxy(&self) -> EntityRef<M> {
+        self.proxy.clone()
+    }
+
+    /// The region it runs in (`singleton-<name>`).
+    pub fn region(&self) -> &Region<M> {
+        &self.region
+    }
+}
+
+impl<M: Send + 'static> std::fmt::Debug for Singleton<M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Singleton")
+            .field("region", &self.region)
+            .finish()
+    }
+}
 pub use crate::settings::ClusterSettings;
+
 pub use crate::shard::shard_of;
 
 use crate::lease::{LeaseState, Timing};
@@ -258,6 +297,54 @@ impl Cluster {
     {
         proscenium_scheduler::assert_not_on_worker("Cluster::start_region");
         crate::error::check_name(entity_type)?;
+        self.region(entity_type, self.core.settings.shards, None, factory)
+    }
+
+    /// Starts this node's part of the cluster singleton `name` (1 to 54
+    /// bytes of ASCII letters, digits, `-` and `_`): one instance in the
+    /// cluster, made by `factory`, running on one node while that node
+    /// holds its lease; when the node dies, on another once its lease has
+    /// expired; when it leaves in order (its coordinated shutdown), on
+    /// another at once. Every node that may run it starts it; the
+    /// [`Singleton::proxy`] reaches it from any of them, and holds messages
+    /// while there is none. It is a region of one shard
+    /// (`singleton-<name>`) whose entity starts without waiting for a
+    /// message and is never passivated; its [`EntityInfo::fencing_token`]
+    /// rises with each move.
+    #[track_caller]
+    pub fn start_singleton<A, F>(
+        &self,
+        name: &str,
+        factory: F,
+    ) -> Result<Singleton<A::Msg>, ClusterError>
+    where
+        A: Actor,
+        A::Msg: Serialize + DeserializeOwned + Send + 'static,
+        F: Fn(&EntityInfo) -> Props<A> + Send + Sync + 'static,
+    {
+        proscenium_scheduler::assert_not_on_worker("Cluster::start_singleton");
+        let entity_type = format!("singleton-{name}");
+        crate::error::check_name(&entity_type)
+            .map_err(|_| ClusterError::BadName(name.to_owned()))?;
+        let region = self.region(&entity_type, 1, Some(name.to_owned()), factory)?;
+        Ok(Singleton {
+            proxy: region.entity_ref(name),
+            region,
+        })
+    }
+
+    fn region<A, F>(
+        &self,
+        entity_type: &str,
+        shards: u32,
+        singleton: Option<String>,
+        factory: F,
+    ) -> Result<Region<A::Msg>, ClusterError>
+    where
+        A: Actor,
+        A::Msg: Serialize + DeserializeOwned + Send + 'static,
+        F: Fn(&EntityInfo) -> Props<A> + Send + Sync + 'static,
+    {
         let core = &self.core;
         if !core
             .region_names
@@ -268,15 +355,17 @@ impl Cluster {
             return Err(ClusterError::RegionExists(entity_type.to_owned()));
         }
         let rt = core.remote.runtime();
-        block_on(
-            &rt,
-            store::check_type(&core.store, entity_type, core.settings.shards),
-        )?;
+        block_on(&rt, store::check_type(&core.store, entity_type, shards))?;
         let ty: Arc<str> = entity_type.into();
         let factory: region::Factory<A> = Arc::new(factory);
-        let (t, c, shards) = (Arc::clone(&ty), Arc::clone(core), core.settings.shards);
+        let (t, c) = (Arc::clone(&ty), Arc::clone(core));
         let props = Props::new(move || {
-            RegionActor::<A>::new(Arc::clone(&t), shards, Arc::clone(&c), Arc::clone(&factory))
+            let region =
+                RegionActor::<A>::new(Arc::clone(&t), shards, Arc::clone(&c), Arc::clone(&factory));
+            match &singleton {
+                Some(id) => region.singleton(id.clone()),
+                None => region,
+            }
         });
         let system = core.remote.system();
         let actor = system

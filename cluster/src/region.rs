@@ -241,6 +241,10 @@ pub(crate) struct RegionActor<A: Actor> {
     peers: HashMap<String, RemoteRef<Wire<A::Msg>>>,
     /// Freed on leaving: never allocated here again.
     leaving: bool,
+    /// A singleton's region: its one entity (this id, shard 0) runs
+    /// wherever the shard is, started without waiting for a message, and
+    /// is never passivated.
+    pub(crate) eager: Option<String>,
 }
 
 impl<A> RegionActor<A>
@@ -266,6 +270,48 @@ where
             allocating: HashSet::new(),
             peers: HashMap::new(),
             leaving: false,
+            eager: None,
+        }
+    }
+
+    /// A singleton's region (see `eager`).
+    pub(crate) fn singleton(mut self, id: String) -> Self {
+        self.eager = Some(id);
+        self
+    }
+
+    /// The singleton: allocated if its shard is free or orphaned, started
+    /// here if it is ours.
+    fn keep_singleton(&mut self, ctx: &mut Context<Self>) {
+        let Some(id) = self.eager.clone() else {
+            return;
+        };
+        let owner = {
+            let st = self.core.view.lock();
+            self.core.view.owner(&st, &self.entity_type, 0)
+        };
+        match owner {
+            Owner::Live { node, inc, token } => {
+                let ours = node == self.core.node
+                    && inc == self.core.lease.incarnation()
+                    && self.core.lease.holds()
+                    && !self.leaving;
+                let running = self.hosted.get(&0).is_some_and(|h| {
+                    h.inc == inc && h.token == token && h.entities.contains_key(&id)
+                });
+                if ours && !running {
+                    if self
+                        .hosted
+                        .get(&0)
+                        .is_some_and(|h| h.inc != inc || h.token != token)
+                    {
+                        self.unhost(ctx, 0);
+                    }
+                    self.spawn_entity(ctx, 0, inc, token, &id);
+                }
+            }
+            Owner::Free | Owner::Orphaned { .. } if !self.leaving => self.allocate(ctx, 0),
+            _ => {}
         }
     }
 
@@ -412,6 +458,21 @@ where
                 self.passivate_least_recent();
             }
         }
+        if let Some(entity) = self.spawn_entity(ctx, shard, inc, token, &id) {
+            entity.tell(msg);
+        }
+    }
+
+    /// Starts entity `id` of `shard` (allocated here at `token`).
+    fn spawn_entity(
+        &mut self,
+        ctx: &mut Context<Self>,
+        shard: u32,
+        inc: u128,
+        token: u64,
+        id: &str,
+    ) -> Option<ActorRef<A::Msg>> {
+        let id = id.to_owned();
         let hosted = self.hosted.entry(shard).or_insert_with(|| Hosted {
             inc,
             token,
@@ -441,11 +502,11 @@ where
                 }
                 Err(err) => {
                     tracing::warn!(error = %err, "cluster: an entity could not start");
-                    return;
+                    return None;
                 }
             }
         };
-        entity.tell(msg);
+        Some(entity)
     }
 
     /// Stops the entities of `shard` and forgets it; what waited for an
@@ -517,7 +578,9 @@ where
     }
 
     fn recheck(&mut self, ctx: &mut Context<Self>) {
-        self.passivate_idle();
+        if self.eager.is_none() {
+            self.passivate_idle();
+        }
         let holds = self.core.lease.holds() && !self.leaving;
         let my_inc = self.core.lease.incarnation();
         let me = self.core.node.clone();
@@ -544,6 +607,7 @@ where
         for shard in shards {
             self.flush(ctx, shard);
         }
+        self.keep_singleton(ctx);
     }
 
     fn allocate(&mut self, ctx: &mut Context<Self>, shard: u32) {

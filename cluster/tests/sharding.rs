@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use proscenium::prelude::*;
-use proscenium_cluster::{Cluster, ClusterError, ClusterSettings, EntityInfo, Region};
+use proscenium_cluster::{Cluster, ClusterError, ClusterSettings, EntityInfo, Region, Singleton};
 use proscenium_remote::{Remote, RemoteReply, RemoteSettings};
 use serde::{Deserialize, Serialize};
 use support::{eventually, require_jetstream, system, NatsServer, Proxy, GUARD};
@@ -459,4 +459,101 @@ fn past_the_limit_the_least_recent_entity_passivates_and_keeps_its_messages() {
     eventually("at most three live", || witness.live_on("a") <= 3);
     witness.clean();
     a.finish();
+}
+
+/// The singleton on one node of `nodes`' systems (each node starts its
+/// part, as every node that may run it does).
+fn singleton(node: &Node, witness: &Arc<Witness>) -> Singleton<Cmd> {
+    let (name, w) = (node.name.clone(), Arc::clone(witness));
+    node.cluster
+        .start_singleton("ledger", move |info: &EntityInfo| {
+            let (id, node, token, witness) = (
+                info.id.clone(),
+                name.clone(),
+                info.fencing_token,
+                Arc::clone(&w),
+            );
+            Props::new(move || Counter {
+                n: 0,
+                id: id.clone(),
+                node: node.clone(),
+                token,
+                witness: Arc::clone(&witness),
+            })
+        })
+        .expect("singleton")
+}
+
+/// The cluster singleton: one instance, started without a message, reached
+/// from any node through its proxy; when its node dies it runs on another
+/// once that node's lease has expired; when its node leaves in order, on
+/// another at once (the hand-over gap printed). The witness never sees two.
+#[test]
+fn the_singleton_runs_once_and_moves_on_a_crash_and_a_leave() {
+    require_jetstream!();
+    let server = NatsServer::start();
+    let witness = Arc::new(Witness::default());
+    let nodes: Vec<Node> = ["a", "b", "c"]
+        .iter()
+        .map(|n| Node::start(&server.url(), n, &witness, settings()))
+        .collect();
+    let singletons: Vec<Singleton<Cmd>> = nodes.iter().map(|n| singleton(n, &witness)).collect();
+    let live = || {
+        ["a", "b", "c"]
+            .iter()
+            .map(|n| witness.live_on(n))
+            .sum::<usize>()
+    };
+    eventually("the singleton runs, unasked", || live() == 1);
+    let holder = |s: &Singleton<Cmd>| {
+        s.proxy()
+            .ask(Cmd::Where, GUARD)
+            .wait()
+            .expect("the singleton answers")
+            .0
+    };
+    let first = holder(&singletons[2]);
+    for s in &singletons {
+        assert_eq!(holder(s), first);
+    }
+    singletons[1].proxy().tell(Cmd::Add(3));
+    assert_eq!(singletons[1].proxy().ask(Cmd::Get, GUARD).wait(), Ok(3));
+
+    // Its node dies: it runs on another once the lease has expired.
+    let mut nodes = nodes;
+    let mut singletons = singletons;
+    let at = nodes.iter().position(|n| n.name == first).expect("holder");
+    singletons.remove(at);
+    let crashed = Instant::now();
+    nodes.remove(at).crash();
+    let moved = eventually("the singleton runs elsewhere", || {
+        nodes.iter().any(|n| witness.live_on(&n.name) == 1)
+    });
+    eprintln!(
+        "singleton: on another node {moved:?} after its node's crash (lease {:?})",
+        settings().lease_timeout
+    );
+    assert!(crashed.elapsed() < settings().lease_timeout + Duration::from_secs(2));
+    let second = holder(&singletons[0]);
+    assert_ne!(second, first);
+    witness.clean();
+
+    // Its node leaves in order: handed over at once.
+    let at = nodes.iter().position(|n| n.name == second).expect("holder");
+    nodes[at].cluster.add_to_coordinated_shutdown().expect("cs");
+    nodes[at].remote.add_to_coordinated_shutdown().expect("cs");
+    singletons.remove(at);
+    let leaving = nodes.remove(at);
+    let left = Instant::now();
+    assert!(leaving.sys.terminate().wait_timeout(GUARD).is_some());
+    let third = holder(&singletons[0]);
+    let gap = left.elapsed();
+    eprintln!("singleton: hand-over on a graceful leave answered after {gap:?}");
+    assert_ne!(third, second);
+    assert!(gap < settings().lease_timeout, "{gap:?}");
+    witness.clean();
+    drop(leaving);
+    for n in nodes {
+        n.finish();
+    }
 }
