@@ -473,6 +473,16 @@ where
         id: &str,
     ) -> Option<ActorRef<A::Msg>> {
         let id = id.to_owned();
+        let remembered = !self.remembering() || {
+            let st = self.core.view.lock();
+            st.remembered
+                .get(&*self.entity_type)
+                .and_then(|s| s.get(&shard))
+                .is_some_and(|ids| ids.contains(&id))
+        };
+        if !remembered {
+            self.remember(shard, &id, true);
+        }
         let hosted = self.hosted.entry(shard).or_insert_with(|| Hosted {
             inc,
             token,
@@ -577,8 +587,80 @@ where
         }
     }
 
+    fn remembering(&self) -> bool {
+        self.core.settings.remember_entities && self.eager.is_none()
+    }
+
+    /// Remember-entities: the remembered entities of the shards allocated
+    /// to this node, started if they do not run.
+    fn restart_remembered(&mut self, ctx: &mut Context<Self>) {
+        if !self.remembering() || !self.core.lease.holds() || self.leaving {
+            return;
+        }
+        let my_inc = self.core.lease.incarnation();
+        let mut orphans = Vec::new();
+        let due: Vec<(u32, u64, String)> = {
+            let st = self.core.view.lock();
+            let Some(shards) = st.remembered.get(&*self.entity_type) else {
+                return;
+            };
+            let mut due = Vec::new();
+            for (shard, ids) in shards {
+                let owner = self.core.view.owner(&st, &self.entity_type, *shard);
+                if !ids.is_empty() && matches!(owner, Owner::Free | Owner::Orphaned { .. }) {
+                    // Its owner is gone: allocated again, without waiting
+                    // for a message.
+                    orphans.push(*shard);
+                }
+                if let Owner::Live { node, inc, token } = owner {
+                    if node == self.core.node && inc == my_inc {
+                        for id in ids {
+                            let running = self.hosted.get(shard).is_some_and(|h| {
+                                h.inc == inc && h.token == token && h.entities.contains_key(id)
+                            });
+                            if !running {
+                                due.push((*shard, token, id.clone()));
+                            }
+                        }
+                    }
+                }
+            }
+            due
+        };
+        for shard in orphans {
+            self.allocate(ctx, shard);
+        }
+        for (shard, token, id) in due {
+            if self
+                .hosted
+                .get(&shard)
+                .is_some_and(|h| h.inc != my_inc || h.token != token)
+            {
+                self.unhost(ctx, shard);
+            }
+            self.spawn_entity(ctx, shard, my_inc, token, &id);
+        }
+    }
+
+    /// Remember-entities: `id` written to the bucket (or removed).
+    fn remember(&self, shard: u32, id: &str, on: bool) {
+        if !self.remembering() {
+            return;
+        }
+        let key = crate::store::remembered_key(&self.entity_type, shard, id);
+        let store = self.core.store.clone();
+        let value = bytes::Bytes::copy_from_slice(id.as_bytes());
+        self.core.remote.runtime().spawn(async move {
+            if on {
+                let _ = store.create(&key, value).await;
+            } else {
+                let _ = store.delete(&key).await;
+            }
+        });
+    }
+
     fn recheck(&mut self, ctx: &mut Context<Self>) {
-        if self.eager.is_none() {
+        if self.eager.is_none() && !self.core.settings.remember_entities {
             self.passivate_idle();
         }
         let holds = self.core.lease.holds() && !self.leaving;
@@ -608,6 +690,7 @@ where
             self.flush(ctx, shard);
         }
         self.keep_singleton(ctx);
+        self.restart_remembered(ctx);
     }
 
     fn allocate(&mut self, ctx: &mut Context<Self>, shard: u32) {
@@ -769,11 +852,17 @@ where
                     None
                 }
             });
-            // Passivated: what came meanwhile starts its next incarnation.
-            if let Some(waiting) = ended.and_then(|e| e.passivating) {
-                for msg in waiting {
-                    self.route(ctx, id.clone(), msg, 0);
+            match ended.map(|e| e.passivating) {
+                // Passivated: what came meanwhile starts its next
+                // incarnation.
+                Some(Some(waiting)) => {
+                    for msg in waiting {
+                        self.route(ctx, id.clone(), msg, 0);
+                    }
                 }
+                // It stopped itself: not to be started again.
+                Some(None) => self.remember(shard, &id, false),
+                None => {}
             }
         }
         Ok(())

@@ -41,6 +41,12 @@ pub struct ClusterSettings {
     /// The most entities a region runs at once: starting one more
     /// passivates the least recently used. Default: no limit.
     pub max_active_entities: Option<usize>,
+    /// Remember-entities: each entity's id is kept in the bucket while it
+    /// runs, and when its shard moves (a node's crash or leave), its new
+    /// owner starts it again without waiting for a message. Automatic
+    /// passivation is then off (as Akka's); an entity that stops itself is
+    /// forgotten. Default: off.
+    pub remember_entities: bool,
     /// Replicas of the bucket when this node is the one that creates it
     /// (default 1; 3 in production, on a NATS cluster of three servers or
     /// more: JetStream's RAFT majority is then what decides ownership).
@@ -57,6 +63,7 @@ impl Default for ClusterSettings {
             buffer_size: 100_000,
             passivate_idle: Some(Duration::from_secs(120)),
             max_active_entities: None,
+            remember_entities: false,
             bucket_replicas: 1,
         }
     }
@@ -91,6 +98,13 @@ impl ClusterSettings {
     ) -> ClusterSettings {
         self.passivate_idle = idle;
         self.max_active_entities = max_active;
+        self
+    }
+
+    /// Turns remember-entities on or off (see
+    /// [`remember_entities`](Self::remember_entities)).
+    pub fn remember_entities(mut self, on: bool) -> ClusterSettings {
+        self.remember_entities = on;
         self
     }
 

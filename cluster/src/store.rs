@@ -9,6 +9,7 @@
 //! | `n.<node>` | [`NodeLease`]: a node's lease (its incarnation), renewed by compare-and-set |
 //! | `cfg.<type>` | [`TypeConfig`]: an entity type's number of shards |
 //! | `s.<type>.<shard>` | [`ShardRecord`]: the node (and incarnation) a shard is allocated to; absent: free |
+//! | `e.<type>.<shard>.<hex id>` | an entity remembered (remember-entities): its id |
 //!
 //! Values are postcard. The revision of a shard's allocation is its
 //! fencing token (a store of an entity's state can refuse an older one).
@@ -54,6 +55,27 @@ pub(crate) fn config_key(entity_type: &str) -> String {
 
 pub(crate) fn shard_key(entity_type: &str, shard: u32) -> String {
     format!("s.{entity_type}.{shard}")
+}
+
+/// The key of a remembered entity: its id in hex (an id may hold any
+/// character, a key only a few), the id itself in the value.
+pub(crate) fn remembered_key(entity_type: &str, shard: u32, id: &str) -> String {
+    let hex: String = id.bytes().map(|b| format!("{b:02x}")).collect();
+    format!("e.{entity_type}.{shard}.{hex}")
+}
+
+/// (type, shard, id) of a remembered entity's key (less its `e.`) and
+/// value; a deleted one's value is empty, so the id is read from the key.
+pub(crate) fn parse_remembered(rest: &str, _value: &[u8]) -> Option<(String, u32, String)> {
+    let mut parts = rest.splitn(3, '.');
+    let ty = parts.next()?.to_owned();
+    let shard = parts.next()?.parse().ok()?;
+    let hex = parts.next()?;
+    let bytes: Option<Vec<u8>> = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+        .collect();
+    Some((ty, shard, String::from_utf8(bytes?).ok()?))
 }
 
 pub(crate) fn encode<T: Serialize>(value: &T) -> Bytes {

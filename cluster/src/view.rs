@@ -7,7 +7,7 @@
 //! compare-and-set on the revision read here, which fails if the view was
 //! stale.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -30,6 +30,9 @@ pub(crate) struct ViewState {
     pub(crate) leases: HashMap<String, Observed>,
     /// Per entity type: shard -> (record, revision).
     pub(crate) shards: HashMap<String, HashMap<u32, (ShardRecord, u64)>>,
+    /// Remembered entities (remember-entities): per entity type, per
+    /// shard, the ids.
+    pub(crate) remembered: HashMap<String, HashMap<u32, HashSet<String>>>,
 }
 
 /// Who runs a shard, as this node sees it.
@@ -175,6 +178,21 @@ impl View {
                 None => {
                     st.leases.remove(node);
                 }
+            }
+        } else if let Some(rest) = entry.key.strip_prefix("e.") {
+            let Some((ty, shard, id)) = crate::store::parse_remembered(rest, &entry.value) else {
+                return;
+            };
+            let ids = st
+                .remembered
+                .entry(ty)
+                .or_default()
+                .entry(shard)
+                .or_default();
+            if put {
+                ids.insert(id);
+            } else {
+                ids.remove(&id);
             }
         } else if let Some(rest) = entry.key.strip_prefix("s.") {
             let Some((ty, shard)) = rest.rsplit_once('.') else {

@@ -557,3 +557,33 @@ fn the_singleton_runs_once_and_moves_on_a_crash_and_a_leave() {
         n.finish();
     }
 }
+
+/// Remember-entities: the entities of a node that dies run again on the
+/// node that takes their shards, without a message.
+#[test]
+fn remembered_entities_start_again_on_the_new_owner_without_a_message() {
+    require_jetstream!();
+    let server = NatsServer::start();
+    let witness = Arc::new(Witness::default());
+    let remember = || settings().remember_entities(true);
+    let a = Node::start(&server.url(), "a", &witness, remember());
+    let b = Node::start(&server.url(), "b", &witness, remember());
+    eventually("two members", || a.cluster.members().len() == 2);
+    let ids = ids(60);
+    for id in &ids {
+        assert!(a.ask_where(id, GUARD).is_some());
+    }
+    let on_b = witness.live_on("b");
+    assert!(on_b > 0);
+    let crashed = Instant::now();
+    b.crash();
+    let back = eventually("b's entities run on a, unasked", || {
+        witness.live_on("a") == ids.len()
+    });
+    eprintln!(
+        "remember-entities: {on_b} entities of the dead node running on a {:?} after the crash",
+        crashed.elapsed().max(back)
+    );
+    witness.clean();
+    a.finish();
+}
