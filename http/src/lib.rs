@@ -149,6 +149,8 @@ mod http2;
 #[cfg(feature = "http2")]
 mod hyper_rt;
 mod metrics;
+#[cfg(feature = "tower")]
+mod service;
 mod terminate;
 #[cfg(feature = "tls")]
 mod tls;
