@@ -416,7 +416,29 @@ impl Http {
     /// Binds `addr` and answers each request with a tower `service`
     /// (feature `tower`): each request is handed to a clone of it once
     /// `poll_ready` says it is ready; an error from either is answered
-    /// `500 Internal Server Error` and logged ([`HandlerOutput`]).
+    /// `500 Internal Server Error` and logged ([`HandlerOutput`]). The
+    /// service runs as a handler does: on the system's workers, over
+    /// HTTP/1.1, HTTP/2 and TLS, under the same limits, timeouts, counters
+    /// and termination; a panic in it (in `call` or in its future) is
+    /// answered 500 and the server goes on.
+    ///
+    /// The response body may be any [`http_body::Body`] of `Bytes`
+    /// (axum's, hyper's, tower-http's, this crate's [`Body`]). What of it
+    /// is ready at once is taken when the service's future completes: a
+    /// body in memory (one frame and its end, as axum's `Json` or a
+    /// `String`) is sent with `Content-Length`, as a handler's full
+    /// [`Body`]; a body that has to wait for its next frame is sent as a
+    /// stream ([`Body::from_stream`]: chunked on HTTP/1.1, polled only as
+    /// the client reads), starting with what was ready (64 KiB at most are
+    /// taken so before the head is written). A body that fails before it
+    /// is sent is answered 500; one that fails later cuts the response, as
+    /// a stream's error does. Trailers are not sent. A service answering
+    /// with this crate's [`Body`] has it sent as it is.
+    ///
+    /// An [axum](https://docs.rs/axum) `Router` is such a service, with
+    /// axum's `tokio` feature off (the crate docs, "tower and axum", say
+    /// what of axum works without tokio, and `examples/axum.rs` serves
+    /// one). A service of its own:
     ///
     /// ```
     /// use http::{Request, Response};
@@ -449,27 +471,25 @@ impl Http {
     /// ```
     #[cfg(feature = "tower")]
     #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
-    pub fn bind_service<S>(
+    pub fn bind_service<S, B>(
         system: &ActorSystem,
         addr: SocketAddr,
         settings: ServerSettings,
         service: S,
     ) -> io::Result<ServerBinding>
     where
-        S: tower_service::Service<Request<Body>, Response = Response<Body>>
+        S: tower_service::Service<Request<Body>, Response = Response<B>>
             + Clone
             + Send
             + Sync
             + 'static,
         S::Error: fmt::Display + Send + 'static,
         S::Future: Send + 'static,
+        B: http_body::Body<Data = bytes::Bytes> + Send + 'static,
+        B::Error: Into<crate::BoxError>,
     {
         Http::bind_with(system, addr, settings, move |request: Request<Body>| {
-            let mut service = service.clone();
-            async move {
-                poll_fn(|cx| service.poll_ready(cx)).await?;
-                service.call(request).await
-            }
+            crate::service::call(service.clone(), request)
         })
     }
 

@@ -87,6 +87,34 @@
 //! A handler returns a `Response`, or a `Result` of one whose error is
 //! answered 500 and logged ([`HandlerOutput`]).
 //!
+//! **tower and axum** (feature `tower`): [`Http::bind_service`] serves a
+//! tower `Service` whose response body is any `http_body::Body` of
+//! `Bytes`, as a handler is served (the same workers, protocols, limits,
+//! timeouts, counters and termination; a panic in it answered 500). An
+//! [axum](https://docs.rs/axum) `Router` is one, served as it is, with
+//! axum's `tokio` feature off (`default-features = false, features =
+//! ["json", "query", ...]`): `examples/axum.rs`, tested in `tests/axum.rs`.
+//! axum is runtime-neutral but for three parts. What works on the
+//! scheduler: routing (`route`, `nest`, `merge`, `fallback`, 404, 405 with
+//! `Allow`, HEAD on GET routes), the extractors that read the request
+//! (`Path`, `Query`, `Json`, `Form`, `State`, `Extension`, `MatchedPath`,
+//! `OriginalUri`, headers, the body; `Multipart` needs no tokio either,
+//! not tested here), the responses (`Json`, `Html`, `Redirect`, streamed
+//! bodies: sent chunked as they come), `middleware::from_fn`, and tower
+//! layers that use neither tokio's timers nor its I/O. Its futures are
+//! polled on the workers, so awaiting an actor's `ask` or the scheduler's
+//! `sleep` in a handler works. What needs tokio, and why: `axum::serve`
+//! (its own accept loop on a tokio `TcpListener`: `bind_service` is what
+//! replaces it); `WebSocketUpgrade` (feature `ws`: tokio-tungstenite on
+//! tokio's I/O, after an HTTP/1.1 upgrade, which this server does not do);
+//! `Sse::keep_alive` and timeout layers (tower's and tower-http's
+//! `TimeoutLayer` sleep on tokio's timer: use
+//! [`ServerSettings::request_timeout`]); any tokio call in a handler (see
+//! below). `ConnectInfo` is filled by axum's `serve` only: this server does
+//! not give the peer's address to a service. Both body limits hold: the
+//! server's `max_body_bytes` before the Router is called, axum's
+//! `DefaultBodyLimit` (2 MB) in its extractors. Trailers are not sent.
+//!
 //! **Calling tokio-based clients from a handler.** Handlers run on the
 //! engine's scheduler, not in a tokio runtime, and tokio's I/O and timers
 //! work only inside one: awaiting a tokio-based client directly panics
@@ -149,6 +177,8 @@ mod http2;
 #[cfg(feature = "http2")]
 mod hyper_rt;
 mod metrics;
+#[cfg(feature = "tower")]
+mod service;
 mod terminate;
 #[cfg(feature = "tls")]
 mod tls;

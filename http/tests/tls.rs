@@ -11,53 +11,17 @@ mod support;
 
 use http::{Request, Response};
 use proscenium_http::{Body, Http, ServerBinding, ServerSettings, Tls, TlsError};
-use rcgen::{
-    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
-    KeyUsagePurpose,
-};
 use rustls::pki_types::{CertificateDer, ServerName};
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
+use support::pki::{pki, Pki, TempDir};
 use support::{connect, entered, slow_server_with, system, Gate, PATIENCE};
 
 const LONG: Duration = Duration::from_secs(3600);
-
-/// A CA and a server certificate for 127.0.0.1 and localhost, in PEM.
-struct Pki {
-    ca: String,
-    cert: String,
-    key: String,
-}
-
-fn pki() -> Pki {
-    let ca_key = KeyPair::generate().unwrap();
-    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca.distinguished_name
-        .push(DnType::CommonName, "proscenium-http test CA");
-    ca.key_usages = vec![
-        KeyUsagePurpose::KeyCertSign,
-        KeyUsagePurpose::DigitalSignature,
-    ];
-    let ca_cert = ca.self_signed(&ca_key).unwrap();
-    let issuer = Issuer::new(ca, ca_key);
-    let key = KeyPair::generate().unwrap();
-    let mut params =
-        CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()]).unwrap();
-    params.distinguished_name.push(DnType::CommonName, "server");
-    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-    let cert = params.signed_by(&key, &issuer).unwrap();
-    Pki {
-        ca: ca_cert.pem(),
-        cert: cert.pem(),
-        key: key.serialize_pem(),
-    }
-}
 
 /// rustls's client, trusting the test's CA, offering `alpn`.
 fn client(
@@ -207,7 +171,7 @@ fn bad_certificates_and_keys_are_typed_errors() {
     assert!(matches!(no_chain, TlsError::Certificate(_)), "{no_chain}");
     let no_key = Tls::from_pem(pki.cert.as_bytes(), b"not a key").unwrap_err();
     assert!(matches!(no_key, TlsError::PrivateKey(_)), "{no_key}");
-    let other = crate::pki();
+    let other = support::pki::pki();
     let mismatch = Tls::from_pem(pki.cert.as_bytes(), other.key.as_bytes()).unwrap_err();
     assert!(matches!(mismatch, TlsError::Refused(_)), "{mismatch}");
     let missing = Tls::from_pem_files("/nonexistent/cert.pem", "/nonexistent/key.pem").unwrap_err();
@@ -219,36 +183,6 @@ fn bad_certificates_and_keys_are_typed_errors() {
     let tls = Tls::from_pem(pki.cert.as_bytes(), pki.key.as_bytes()).unwrap();
     let printed = format!("{tls:?}");
     assert!(!printed.contains("PRIVATE"), "{printed}");
-}
-
-/// Files under a fresh temporary directory, removed at the end.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new() -> TempDir {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos();
-        let dir = std::env::temp_dir().join(format!(
-            "proscenium-http-tls-{}-{nanos}",
-            std::process::id()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-
-    fn write(&self, name: &str, contents: &str) -> PathBuf {
-        let path = self.0.join(name);
-        std::fs::write(&path, contents).unwrap();
-        path
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// curl over TLS: ALPN chooses HTTP/2 when the client offers it (`h2`),

@@ -7,6 +7,7 @@
 #![allow(unreachable_pub)] // a test module: `pub` is for the test files
 #![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
 
+pub mod pki;
 pub mod raw_h2;
 
 use http::{Request, Response, StatusCode};
