@@ -241,6 +241,13 @@ pub(crate) struct RegionActor<A: Actor> {
     peers: HashMap<String, RemoteRef<Wire<A::Msg>>>,
     /// Freed on leaving: never allocated here again.
     leaving: bool,
+    /// Entities stopped by `unhost`, not yet terminated, and their shard.
+    stopping: HashMap<ActorId, u32>,
+    /// Leaving: the shards to free (their record's revision) once their
+    /// entities have terminated, those ready, and who waits for all.
+    freeing: HashMap<u32, u64>,
+    freed: Vec<(u32, u64)>,
+    hand_off_done: Option<tokio::sync::oneshot::Sender<()>>,
     /// A singleton's region: its one entity (this id, shard 0) runs
     /// wherever the shard is, started without waiting for a message, and
     /// is never passivated.
@@ -270,6 +277,10 @@ where
             allocating: HashSet::new(),
             peers: HashMap::new(),
             leaving: false,
+            stopping: HashMap::new(),
+            freeing: HashMap::new(),
+            freed: Vec::new(),
+            hand_off_done: None,
             eager: None,
         }
     }
@@ -530,6 +541,7 @@ where
         for (id, e) in h.entities {
             let actor = e.actor.id();
             self.by_actor.remove(&actor);
+            self.stopping.insert(actor.clone(), shard);
             ctx.stop(&actor);
             if let Some(w) = e.passivating {
                 waiting.extend(w.into_iter().map(|m| (id.clone(), m)));
@@ -709,12 +721,43 @@ where
 
     /// Leaving: every hosted shard's entities stopped, its record deleted
     /// (compare-and-set on its revision): free for the others.
+    ///
+    /// A shard is freed only once every entity of it has terminated here
+    /// (its post_stop run): a new owner never starts one while the old one
+    /// still runs.
     fn hand_off_all(&mut self, ctx: &mut Context<Self>, done: tokio::sync::oneshot::Sender<()>) {
         self.leaving = true;
         let shards: Vec<(u32, u64)> = self.hosted.iter().map(|(s, h)| (*s, h.token)).collect();
-        for (shard, _) in &shards {
-            self.unhost(ctx, *shard);
+        self.hand_off_done = Some(done);
+        for (shard, token) in shards {
+            self.freeing.insert(shard, token);
+            self.unhost(ctx, shard);
+            self.free_if_stopped(shard);
         }
+        self.free_ready();
+    }
+
+    /// `shard` is being freed and none of its entities runs here any more:
+    /// ready to free.
+    fn free_if_stopped(&mut self, shard: u32) {
+        if self.stopping.values().any(|s| *s == shard) {
+            return;
+        }
+        if let Some(token) = self.freeing.remove(&shard) {
+            self.freed.push((shard, token));
+        }
+    }
+
+    /// Every shard being freed is ready: their records deleted (a
+    /// compare-and-set each), then the hand-off is done.
+    fn free_ready(&mut self) {
+        if !self.freeing.is_empty() {
+            return;
+        }
+        let Some(done) = self.hand_off_done.take() else {
+            return;
+        };
+        let shards = std::mem::take(&mut self.freed);
         let store = self.core.store.clone();
         let entity_type = Arc::clone(&self.entity_type);
         self.core.remote.runtime().spawn(async move {
@@ -844,6 +887,10 @@ where
     }
 
     fn on_terminated(&mut self, ctx: &mut Context<Self>, who: ActorId) -> Outcome {
+        if let Some(shard) = self.stopping.remove(&who) {
+            self.free_if_stopped(shard);
+            self.free_ready();
+        }
         if let Some((shard, id)) = self.by_actor.remove(&who) {
             let ended = self.hosted.get_mut(&shard).and_then(|h| {
                 if h.entities.get(&id).is_some_and(|e| e.actor.id() == who) {
