@@ -60,6 +60,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod coordinator;
 mod error;
 mod lease;
 mod region;
@@ -78,6 +79,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tokio::sync::Notify;
 
+pub use crate::coordinator::{LeastShardStrategy, NodeShards, ShardAllocationStrategy};
 pub use crate::error::ClusterError;
 pub use crate::region::{EntityInfo, EntityRef, HeldOverflow, Region};
 
@@ -295,9 +297,50 @@ impl Cluster {
         A::Msg: Serialize + DeserializeOwned + Send + 'static,
         F: Fn(&EntityInfo) -> Props<A> + Send + Sync + 'static,
     {
+        self.start_region_with(entity_type, LeastShardStrategy::default(), factory)
+    }
+
+    /// [`start_region`](Self::start_region) with another rebalance
+    /// strategy than [`LeastShardStrategy`]'s defaults. The type's
+    /// coordinator (a cluster singleton, `coord-<type>`) runs it on the
+    /// node that runs the coordinator: every node should pass the same.
+    #[track_caller]
+    pub fn start_region_with<A, F>(
+        &self,
+        entity_type: &str,
+        strategy: impl ShardAllocationStrategy,
+        factory: F,
+    ) -> Result<Region<A::Msg>, ClusterError>
+    where
+        A: Actor,
+        A::Msg: Serialize + DeserializeOwned + Send + 'static,
+        F: Fn(&EntityInfo) -> Props<A> + Send + Sync + 'static,
+    {
         proscenium_scheduler::assert_not_on_worker("Cluster::start_region");
         crate::error::check_name(entity_type)?;
-        self.region(entity_type, self.core.settings.shards, None, factory)
+        let coord_type = format!("coord-{entity_type}");
+        crate::error::check_name(&coord_type)
+            .map_err(|_| ClusterError::BadName(entity_type.to_owned()))?;
+        let region = self.region(entity_type, self.core.settings.shards, None, factory)?;
+        let (core, ty) = (Arc::clone(&self.core), Arc::<str>::from(entity_type));
+        let strategy: Arc<dyn ShardAllocationStrategy> = Arc::new(strategy);
+        self.region(
+            &coord_type,
+            1,
+            Some(entity_type.to_owned()),
+            move |_: &EntityInfo| {
+                let (core, ty, strategy) =
+                    (Arc::clone(&core), Arc::clone(&ty), Arc::clone(&strategy));
+                Props::new(move || {
+                    coordinator::Coordinator::new(
+                        Arc::clone(&ty),
+                        Arc::clone(&core),
+                        Arc::clone(&strategy),
+                    )
+                })
+            },
+        )?;
+        Ok(region)
     }
 
     /// Starts this node's part of the cluster singleton `name` (1 to 54

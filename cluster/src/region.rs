@@ -243,10 +243,12 @@ pub(crate) struct RegionActor<A: Actor> {
     leaving: bool,
     /// Entities stopped by `unhost`, not yet terminated, and their shard.
     stopping: HashMap<ActorId, u32>,
-    /// Leaving: the shards to free (their record's revision) once their
-    /// entities have terminated, those ready, and who waits for all.
+    /// Shards handed off (a rebalance, or leaving): to free (a
+    /// compare-and-set delete of their record at this revision) once their
+    /// entities here have terminated; the deletes under way; who waits
+    /// for a leave's hand-off to end.
     freeing: HashMap<u32, u64>,
-    freed: Vec<(u32, u64)>,
+    deleting: Vec<tokio::task::JoinHandle<()>>,
     hand_off_done: Option<tokio::sync::oneshot::Sender<()>>,
     /// A singleton's region: its one entity (this id, shard 0) runs
     /// wherever the shard is, started without waiting for a message, and
@@ -279,7 +281,7 @@ where
             leaving: false,
             stopping: HashMap::new(),
             freeing: HashMap::new(),
-            freed: Vec::new(),
+            deleting: Vec::new(),
             hand_off_done: None,
             eager: None,
         }
@@ -341,16 +343,18 @@ where
     /// Routes what is held for `shard`, in order, once it has a live owner
     /// (or allocates it).
     fn flush(&mut self, ctx: &mut Context<Self>, shard: u32) {
-        let live = {
+        let owner = {
             let st = self.core.view.lock();
-            matches!(
-                self.core.view.owner(&st, &self.entity_type, shard),
-                Owner::Live { .. }
-            )
+            self.core.view.owner(&st, &self.entity_type, shard)
         };
-        if !live {
-            self.allocate(ctx, shard);
-            return;
+        match owner {
+            Owner::Live { .. } => {}
+            // Waits until its owner has freed it.
+            Owner::HandingOff { .. } => return,
+            Owner::Free | Owner::Orphaned { .. } => {
+                self.allocate(ctx, shard);
+                return;
+            }
         }
         if let Some(queue) = self.held.remove(&shard) {
             self.held_count -= queue.len();
@@ -391,6 +395,7 @@ where
                     self.forward(&node, id, msg, hops + 1);
                 }
             }
+            Owner::HandingOff { .. } => self.hold(shard, id, msg, hops),
             Owner::Free | Owner::Orphaned { .. } => {
                 self.hold(shard, id, msg, hops);
                 self.allocate(ctx, shard);
@@ -697,6 +702,9 @@ where
         for shard in gone {
             self.unhost(ctx, shard);
         }
+        if holds {
+            self.hand_off_asked(ctx);
+        }
         let shards: Vec<u32> = self.held.keys().copied().collect();
         for shard in shards {
             self.flush(ctx, shard);
@@ -738,36 +746,61 @@ where
     }
 
     /// `shard` is being freed and none of its entities runs here any more:
-    /// ready to free.
+    /// its record deleted (compare-and-set at the revision it was handed
+    /// off or allocated at).
     fn free_if_stopped(&mut self, shard: u32) {
         if self.stopping.values().any(|s| *s == shard) {
             return;
         }
-        if let Some(token) = self.freeing.remove(&shard) {
-            self.freed.push((shard, token));
+        if let Some(rev) = self.freeing.remove(&shard) {
+            let store = self.core.store.clone();
+            let key = shard_key(&self.entity_type, shard);
+            self.deleting
+                .push(self.core.remote.runtime().spawn(async move {
+                    let _ = store.delete_expect_revision(key, Some(rev)).await;
+                }));
         }
     }
 
-    /// Every shard being freed is ready: their records deleted (a
-    /// compare-and-set each), then the hand-off is done.
+    /// Leaving: once every shard handed off is freed, the hand-off is done.
     fn free_ready(&mut self) {
+        self.deleting.retain(|d| !d.is_finished());
         if !self.freeing.is_empty() {
             return;
         }
         let Some(done) = self.hand_off_done.take() else {
             return;
         };
-        let shards = std::mem::take(&mut self.freed);
-        let store = self.core.store.clone();
-        let entity_type = Arc::clone(&self.entity_type);
+        let deleting = std::mem::take(&mut self.deleting);
         self.core.remote.runtime().spawn(async move {
-            for (shard, token) in shards {
-                let _ = store
-                    .delete_expect_revision(shard_key(&entity_type, shard), Some(token))
-                    .await;
+            for d in deleting {
+                let _ = d.await;
             }
             let _ = done.send(());
         });
+    }
+
+    /// Rebalance: the shards this node is asked to hand off are stopped
+    /// here and freed once their entities have terminated.
+    fn hand_off_asked(&mut self, ctx: &mut Context<Self>) {
+        let my_inc = self.core.lease.incarnation();
+        let asked: Vec<(u32, u64)> = {
+            let st = self.core.view.lock();
+            let Some(records) = st.shards.get(&*self.entity_type) else {
+                return;
+            };
+            records
+                .iter()
+                .filter(|(_, (r, _))| r.handoff && r.node == self.core.node && r.inc == my_inc)
+                .map(|(s, (_, rev))| (*s, *rev))
+                .filter(|(s, _)| !self.freeing.contains_key(s))
+                .collect()
+        };
+        for (shard, rev) in asked {
+            self.freeing.insert(shard, rev);
+            self.unhost(ctx, shard);
+            self.free_if_stopped(shard);
+        }
     }
 }
 
@@ -803,7 +836,11 @@ async fn allocate(core: &Core, entity_type: &str, shard: u32) {
                 (node, inc, n + p)
             })
             .min_by(|a, b| a.2.cmp(&b.2).then_with(|| a.0.cmp(&b.0)))
-            .map(|(node, inc, _)| ShardRecord { node, inc });
+            .map(|(node, inc, _)| ShardRecord {
+                node,
+                inc,
+                handoff: false,
+            });
         if let (
             Some(t),
             Owner::Free
@@ -825,7 +862,7 @@ async fn allocate(core: &Core, entity_type: &str, shard: u32) {
     let key = shard_key(entity_type, shard);
     let store: &kv::Store = &core.store;
     match owner {
-        Owner::Live { .. } => {}
+        Owner::Live { .. } | Owner::HandingOff { .. } => {}
         Owner::Free => {
             if let Some(target) = target {
                 let _ = store.create(&key, encode(&target)).await;

@@ -47,6 +47,15 @@ pub struct ClusterSettings {
     /// passivation is then off (as Akka's); an entity that stops itself is
     /// forgotten. Default: off.
     pub remember_entities: bool,
+    /// How often each type's coordinator considers a rebalance (default
+    /// 10 s, Akka's `rebalance-interval`).
+    pub rebalance_interval: Duration,
+    /// How long the membership must have stayed the same before a
+    /// rebalance (default 3 s): no storm while nodes come and go.
+    pub rebalance_stable_for: Duration,
+    /// The fewest live nodes for a rebalance (default 1; Akka's
+    /// `min-nr-of-members`).
+    pub min_nodes: usize,
     /// Replicas of the bucket when this node is the one that creates it
     /// (default 1; 3 in production, on a NATS cluster of three servers or
     /// more: JetStream's RAFT majority is then what decides ownership).
@@ -64,6 +73,9 @@ impl Default for ClusterSettings {
             passivate_idle: Some(Duration::from_secs(120)),
             max_active_entities: None,
             remember_entities: false,
+            rebalance_interval: Duration::from_secs(10),
+            rebalance_stable_for: Duration::from_secs(3),
+            min_nodes: 1,
             bucket_replicas: 1,
         }
     }
@@ -108,6 +120,20 @@ impl ClusterSettings {
         self
     }
 
+    /// Sets the rebalance's interval, the membership's stable time before
+    /// one, and the fewest nodes for one.
+    pub fn rebalance(
+        mut self,
+        interval: Duration,
+        stable_for: Duration,
+        min_nodes: usize,
+    ) -> ClusterSettings {
+        self.rebalance_interval = interval;
+        self.rebalance_stable_for = stable_for;
+        self.min_nodes = min_nodes;
+        self
+    }
+
     /// Sets the replicas of the bucket, when this node creates it (R3 in
     /// production: a NATS cluster of three servers or more; default 1).
     pub fn bucket_replicas(mut self, replicas: usize) -> ClusterSettings {
@@ -143,6 +169,9 @@ impl ClusterSettings {
         }
         if self.max_active_entities == Some(0) {
             return bad("max-active-entities", "a positive number of entities");
+        }
+        if self.rebalance_interval.is_zero() {
+            return bad("rebalance-interval", "a positive duration");
         }
         if self.buffer_size == 0 {
             return bad("buffer-size", "a positive number of messages");

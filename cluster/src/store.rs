@@ -43,6 +43,9 @@ pub(crate) struct TypeConfig {
 pub(crate) struct ShardRecord {
     pub(crate) node: String,
     pub(crate) inc: u128,
+    /// Being handed off (rebalance): its owner stops its entities and
+    /// then deletes the record; meanwhile nobody delivers to it.
+    pub(crate) handoff: bool,
 }
 
 pub(crate) fn lease_key(node: &str) -> String {

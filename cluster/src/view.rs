@@ -45,6 +45,9 @@ pub(crate) enum Owner {
         /// The allocation's revision: the fencing token.
         token: u64,
     },
+    /// Allocated to a live node that is handing it off (rebalance):
+    /// messages wait until it is free and allocated again.
+    HandingOff { node: String, inc: u128, rev: u64 },
     /// No record: free.
     Free,
     /// Allocated to an incarnation that is gone: its lease expired here
@@ -115,7 +118,13 @@ impl View {
         };
         match state.leases.get(&record.node) {
             Some(o) if o.lease.inc == record.inc => {
-                if o.since.elapsed() < self.timeout {
+                if o.since.elapsed() < self.timeout && record.handoff {
+                    Owner::HandingOff {
+                        node: record.node.clone(),
+                        inc: record.inc,
+                        rev: *rev,
+                    }
+                } else if o.since.elapsed() < self.timeout {
                     Owner::Live {
                         node: record.node.clone(),
                         inc: record.inc,

@@ -16,7 +16,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use proscenium::prelude::*;
-use proscenium_cluster::{Cluster, ClusterError, ClusterSettings, EntityInfo, Region, Singleton};
+use proscenium_cluster::{
+    Cluster, ClusterError, ClusterSettings, EntityInfo, LeastShardStrategy, Region, Singleton,
+};
 use proscenium_remote::{Remote, RemoteReply, RemoteSettings};
 use serde::{Deserialize, Serialize};
 use support::{eventually, require_jetstream, system, NatsServer, Proxy, GUARD};
@@ -135,6 +137,16 @@ struct Node {
 
 impl Node {
     fn start(url: &str, name: &str, witness: &Arc<Witness>, settings: ClusterSettings) -> Node {
+        Node::start_with(url, name, witness, settings, LeastShardStrategy::default())
+    }
+
+    fn start_with(
+        url: &str,
+        name: &str,
+        witness: &Arc<Witness>,
+        settings: ClusterSettings,
+        strategy: LeastShardStrategy,
+    ) -> Node {
         let sys = system(name);
         let remote = Remote::connect(
             &sys,
@@ -146,7 +158,7 @@ impl Node {
         let cluster = Cluster::join(&remote, settings).expect("join");
         let (node, w) = (name.to_owned(), Arc::clone(witness));
         let region = cluster
-            .start_region("counter", move |info: &EntityInfo| {
+            .start_region_with("counter", strategy, move |info: &EntityInfo| {
                 let (id, node, token, witness) = (
                     info.id.clone(),
                     node.clone(),
@@ -586,4 +598,115 @@ fn remembered_entities_start_again_on_the_new_owner_without_a_message() {
     );
     witness.clean();
     a.finish();
+}
+
+/// A shard record as the bucket holds it (postcard), for the test's own
+/// reading of the bucket's history.
+#[derive(Deserialize)]
+#[allow(dead_code)]
+struct Record {
+    node: String,
+    inc: u128,
+    handoff: bool,
+}
+
+/// A fourth node joins three: the coordinator rebalances once the
+/// membership is stable, until the nodes' shards are within 2 of each
+/// other; never more shards in hand-off at once than the round's limit
+/// (read from the bucket's history by a watcher of its own); the witness
+/// stays clean, and every entity answers.
+#[test]
+fn a_joining_node_gets_its_share_within_the_hand_off_limit() {
+    require_jetstream!();
+    let server = NatsServer::start();
+    let witness = Arc::new(Witness::default());
+    let limit = 4;
+    let strategy = || LeastShardStrategy {
+        absolute_limit: limit,
+        relative_limit: 1.0,
+    };
+    let fast = || {
+        settings()
+            .shards(60)
+            .rebalance(Duration::from_millis(300), Duration::from_millis(600), 1)
+    };
+    let mut nodes: Vec<Node> = ["a", "b", "c"]
+        .iter()
+        .map(|n| Node::start_with(&server.url(), n, &witness, fast(), strategy()))
+        .collect();
+    // The bucket's history, watched from outside: the most records in
+    // hand-off at once.
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let most = Arc::new(Mutex::new(0usize));
+    {
+        let (url, most) = (server.url(), Arc::clone(&most));
+        rt.spawn(async move {
+            use futures_util::StreamExt;
+            let client = async_nats::connect(url).await.expect("watcher");
+            let kv = async_nats::jetstream::new(client)
+                .get_key_value("shop-shards")
+                .await
+                .expect("bucket");
+            let mut watch = kv.watch_with_history("s.counter.>").await.expect("watch");
+            let mut handing = std::collections::HashSet::new();
+            while let Some(Ok(e)) = watch.next().await {
+                let off = e.operation == async_nats::jetstream::kv::Operation::Put
+                    && postcard::from_bytes::<Record>(&e.value).is_ok_and(|r| r.handoff);
+                if off {
+                    handing.insert(e.key.clone());
+                } else {
+                    handing.remove(&e.key);
+                }
+                let mut m = most.lock().expect("most");
+                *m = (*m).max(handing.len());
+            }
+        });
+    }
+    let ids = ids(240);
+    let shards_per_node = |nodes: &[Node]| {
+        let mut per: HashMap<String, std::collections::HashSet<u32>> = HashMap::new();
+        for id in &ids {
+            if let Some((node, _)) = nodes[0].ask_where(id, GUARD) {
+                per.entry(node)
+                    .or_default()
+                    .insert(proscenium_cluster::shard_of(id, 60));
+            }
+        }
+        let mut counts: Vec<(String, usize)> = per.into_iter().map(|(n, s)| (n, s.len())).collect();
+        counts.sort();
+        counts
+    };
+    let before = shards_per_node(&nodes);
+    eprintln!("shards per node, three nodes: {before:?}");
+    nodes.push(Node::start_with(
+        &server.url(),
+        "d",
+        &witness,
+        fast(),
+        strategy(),
+    ));
+    let joined = Instant::now();
+    let mut last = Vec::new();
+    eventually("balanced within 2 with d", || {
+        last = shards_per_node(&nodes);
+        let (min, max) = last
+            .iter()
+            .fold((usize::MAX, 0), |(lo, hi), (_, n)| (lo.min(*n), hi.max(*n)));
+        last.len() == 4 && max - min <= 2
+    });
+    eprintln!(
+        "shards per node after the join: {last:?}, balanced {:?} after it; at most {} in hand-off \
+         at once (limit {limit})",
+        joined.elapsed(),
+        *most.lock().expect("most")
+    );
+    assert!(*most.lock().expect("most") <= limit);
+    for id in &ids {
+        assert!(nodes[3].ask_where(id, GUARD).is_some(), "{id} from d");
+    }
+    witness.clean();
+    drop(rt);
+    for n in nodes {
+        n.finish();
+    }
 }
