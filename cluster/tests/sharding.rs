@@ -710,3 +710,61 @@ fn a_joining_node_gets_its_share_within_the_hand_off_limit() {
         n.finish();
     }
 }
+
+/// The NATS server restarted: a restart shorter than the lease timeout
+/// moves nothing (no fence, every entity where it was, same tokens); an
+/// outage longer than it fences every node (their entities stopped), and
+/// the cluster recovers when the server is back, under new incarnations.
+#[test]
+fn a_short_server_restart_moves_nothing_and_a_long_outage_fences_everyone() {
+    require_jetstream!();
+    let mut server = NatsServer::start();
+    let witness = Arc::new(Witness::default());
+    let long = || {
+        settings().lease(
+            Duration::from_secs(6),
+            Duration::from_millis(500),
+            Duration::from_secs(1),
+        )
+    };
+    let a = Node::start(&server.url(), "a", &witness, long());
+    let b = Node::start(&server.url(), "b", &witness, long());
+    eventually("two members", || a.cluster.members().len() == 2);
+    let ids = ids(60);
+    let placed: Vec<(String, u64)> = ids
+        .iter()
+        .map(|id| a.ask_where(id, GUARD).expect("where"))
+        .collect();
+    let incs = (a.cluster.incarnation(), b.cluster.incarnation());
+    // Short: killed and started again at once.
+    let restarted = Instant::now();
+    server.kill();
+    server.start_again();
+    eprintln!("server restarted in {:?}", restarted.elapsed());
+    for (id, was) in ids.iter().zip(&placed) {
+        assert_eq!(a.ask_where(id, GUARD).as_ref(), Some(was), "{id} moved");
+    }
+    assert!(!a.cluster.is_fenced() && !b.cluster.is_fenced());
+    assert_eq!((a.cluster.incarnation(), b.cluster.incarnation()), incs);
+    witness.clean();
+    // Long: past the lease timeout, every node fences itself.
+    server.kill();
+    let fenced = eventually("both fenced", || {
+        a.cluster.is_fenced() && b.cluster.is_fenced()
+    });
+    eventually("every entity stopped", || {
+        witness.live_on("a") + witness.live_on("b") == 0
+    });
+    eprintln!("outage: both nodes fenced after {fenced:?} (lease 6 s, margin 1 s)");
+    server.start_again();
+    eventually("both hold a lease again", || {
+        !a.cluster.is_fenced() && !b.cluster.is_fenced()
+    });
+    assert_ne!(a.cluster.incarnation(), incs.0);
+    for id in &ids {
+        assert!(b.ask_where(id, GUARD).is_some(), "{id} after the outage");
+    }
+    witness.clean();
+    a.finish();
+    b.finish();
+}
