@@ -34,6 +34,7 @@ use async_nats::jetstream::kv;
 use tokio::sync::Notify;
 
 use crate::store::{encode, lease_key, NodeLease};
+use crate::view::Listeners;
 
 /// The state of this node's lease, shared with the regions.
 pub(crate) struct LeaseState {
@@ -48,7 +49,7 @@ pub(crate) struct LeaseState {
     leaving: AtomicBool,
     /// Wakes whoever waits for a change (registration, fence).
     pub(crate) changed: Notify,
-    listeners: Mutex<Vec<Box<dyn Fn() + Send + Sync>>>,
+    listeners: Listeners,
 }
 
 impl LeaseState {
@@ -59,7 +60,7 @@ impl LeaseState {
             deadline: Mutex::new(None),
             leaving: AtomicBool::new(false),
             changed: Notify::new(),
-            listeners: Mutex::new(Vec::new()),
+            listeners: Listeners::default(),
         })
     }
 
@@ -96,22 +97,12 @@ impl LeaseState {
     }
 
     pub(crate) fn listen(&self, f: impl Fn() + Send + Sync + 'static) {
-        self.listeners
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(Box::new(f));
+        self.listeners.add(f);
     }
 
     fn tell_listeners(&self) {
         self.changed.notify_waiters();
-        for f in self
-            .listeners
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-        {
-            f();
-        }
+        self.listeners.tell();
     }
 
     fn registered(&self, inc: u128, deadline: Instant) {

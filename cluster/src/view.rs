@@ -65,7 +65,26 @@ pub(crate) enum Owner {
 pub(crate) struct View {
     state: Mutex<ViewState>,
     timeout: Duration,
-    listeners: Mutex<Vec<Box<dyn Fn() + Send + Sync>>>,
+    listeners: Listeners,
+}
+
+/// Callbacks told of a change (a region's "look again").
+#[derive(Default)]
+pub(crate) struct Listeners(Mutex<Vec<Box<dyn Fn() + Send + Sync>>>);
+
+impl Listeners {
+    pub(crate) fn add(&self, f: impl Fn() + Send + Sync + 'static) {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Box::new(f));
+    }
+
+    pub(crate) fn tell(&self) {
+        for f in self.0.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            f();
+        }
+    }
 }
 
 impl View {
@@ -73,7 +92,7 @@ impl View {
         Arc::new(View {
             state: Mutex::new(ViewState::default()),
             timeout,
-            listeners: Mutex::new(Vec::new()),
+            listeners: Listeners::default(),
         })
     }
 
@@ -82,21 +101,11 @@ impl View {
     }
 
     pub(crate) fn listen(&self, f: impl Fn() + Send + Sync + 'static) {
-        self.listeners
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(Box::new(f));
+        self.listeners.add(f);
     }
 
     fn changed(&self) {
-        for f in self
-            .listeners
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-        {
-            f();
-        }
+        self.listeners.tell();
     }
 
     /// The nodes whose lease is live here and that are not leaving.

@@ -127,6 +127,29 @@ impl Actor for Counter {
     }
 }
 
+/// The entity factory: a `Counter` on `node` that reports to `witness`.
+fn counters(
+    node: &str,
+    witness: &Arc<Witness>,
+) -> impl Fn(&EntityInfo) -> Props<Counter> + Send + Sync + 'static {
+    let (node, witness) = (node.to_owned(), Arc::clone(witness));
+    move |info: &EntityInfo| {
+        let (id, node, token, witness) = (
+            info.id.clone(),
+            node.clone(),
+            info.fencing_token,
+            Arc::clone(&witness),
+        );
+        Props::new(move || Counter {
+            n: 0,
+            id: id.clone(),
+            node: node.clone(),
+            token,
+            witness: Arc::clone(&witness),
+        })
+    }
+}
+
 struct Node {
     name: String,
     sys: ActorSystem,
@@ -156,23 +179,8 @@ impl Node {
         )
         .expect("connect");
         let cluster = Cluster::join(&remote, settings).expect("join");
-        let (node, w) = (name.to_owned(), Arc::clone(witness));
         let region = cluster
-            .start_region_with("counter", strategy, move |info: &EntityInfo| {
-                let (id, node, token, witness) = (
-                    info.id.clone(),
-                    node.clone(),
-                    info.fencing_token,
-                    Arc::clone(&w),
-                );
-                Props::new(move || Counter {
-                    n: 0,
-                    id: id.clone(),
-                    node: node.clone(),
-                    token,
-                    witness: Arc::clone(&witness),
-                })
-            })
+            .start_region_with("counter", strategy, counters(name, witness))
             .expect("region");
         Node {
             name: name.to_owned(),
@@ -476,23 +484,8 @@ fn past_the_limit_the_least_recent_entity_passivates_and_keeps_its_messages() {
 /// The singleton on one node of `nodes`' systems (each node starts its
 /// part, as every node that may run it does).
 fn singleton(node: &Node, witness: &Arc<Witness>) -> Singleton<Cmd> {
-    let (name, w) = (node.name.clone(), Arc::clone(witness));
     node.cluster
-        .start_singleton("ledger", move |info: &EntityInfo| {
-            let (id, node, token, witness) = (
-                info.id.clone(),
-                name.clone(),
-                info.fencing_token,
-                Arc::clone(&w),
-            );
-            Props::new(move || Counter {
-                n: 0,
-                id: id.clone(),
-                node: node.clone(),
-                token,
-                witness: Arc::clone(&witness),
-            })
-        })
+        .start_singleton("ledger", counters(&node.name, witness))
         .expect("singleton")
 }
 

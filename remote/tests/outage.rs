@@ -11,20 +11,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use proscenium_remote::{Remote, RemoteAskError, RemoteError, RemoteSettings};
-use support::{eventually, require_nats, system, Cmd, Counter, NatsServer, GUARD};
-
-/// This process's resident set, in bytes (/proc/self/statm).
-fn rss_bytes() -> usize {
-    let statm = std::fs::read_to_string("/proc/self/statm").expect("/proc/self/statm");
-    let pages: usize = statm
-        .split_whitespace()
-        .nth(1)
-        .and_then(|p| p.parse().ok())
-        .expect("resident pages");
-    // SAFETY: sysconf has no preconditions; it reads a constant.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    pages * usize::try_from(page).expect("a page size")
-}
+use support::{eventually, require_nats, rss_bytes, system, Cmd, Counter, NatsServer, GUARD};
 
 #[test]
 fn through_an_outage_tells_are_refused_past_the_capacity_and_memory_stays_bounded() {

@@ -10,20 +10,7 @@
 mod support;
 
 use proscenium_remote::{Remote, RemoteError, RemoteSettings};
-use support::{require_nats, system, Cmd, Counter, NatsServer, GUARD};
-
-/// This process's resident set, in bytes (/proc/self/statm).
-fn rss_bytes() -> usize {
-    let statm = std::fs::read_to_string("/proc/self/statm").expect("/proc/self/statm");
-    let pages: usize = statm
-        .split_whitespace()
-        .nth(1)
-        .and_then(|p| p.parse().ok())
-        .expect("resident pages");
-    // SAFETY: sysconf has no preconditions; it reads a constant.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    pages * usize::try_from(page).expect("a page size")
-}
+use support::{require_nats, rss_bytes, system, Cmd, Counter, NatsServer, GUARD};
 
 #[test]
 fn the_outbound_capacity_is_the_memory_held_through_an_outage() {

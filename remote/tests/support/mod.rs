@@ -404,3 +404,17 @@ pub fn system(name: &str) -> ActorSystem {
         .build()
         .expect("system")
 }
+
+/// This process's resident set, in bytes (/proc/self/statm): the memory
+/// tests run in binaries of their own, so it is theirs alone.
+pub fn rss_bytes() -> usize {
+    let statm = std::fs::read_to_string("/proc/self/statm").expect("/proc/self/statm");
+    let pages: usize = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .expect("resident pages");
+    // SAFETY: sysconf has no preconditions; it reads a constant.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    pages * usize::try_from(page).expect("a page size")
+}
