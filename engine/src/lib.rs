@@ -266,6 +266,7 @@ pub mod testkit;
 // The actor API: actors, references, context, ask, futures.
 pub use crate::api::actor::{Actor, Props};
 pub use crate::api::actor_ref::{ActorId, ActorRef, StopSignal};
+pub use crate::api::async_actor::{Async, AsyncActor, AsyncContext};
 pub use crate::api::ask::{Ask, AskError, GracefulStop, NoReplyReason, Reply};
 pub use crate::api::context::Context;
 pub use crate::api::pipe::PipeHandle;
@@ -325,8 +326,8 @@ pub mod prelude {
         CoordinatedShutdownExt, DeadLetter, Directive, Failure, NoReplyReason, Outcome, Props,
         Reply, StashOverflowError, Supervision, SupervisorStrategy, TimerKey,
     };
-    // Waiting without blocking (issue 14).
-    pub use crate::{JoinError, JoinHandle, PipeHandle};
+    // Waiting without blocking (issue 14); async handlers (issue 35).
+    pub use crate::{Async, AsyncActor, AsyncContext, JoinError, JoinHandle, PipeHandle};
 
     // By feature, what a user of it names in ordinary code (the rest,
     // such as error and report types, is named through `proscenium::`).
