@@ -197,6 +197,34 @@ fn a_failing_future_fails_the_actor_and_its_parents_strategy_restarts_it() {
     );
 }
 
+/// akka-net-supervision.txt's Resume: the actor keeps its state and goes
+/// on with the next message. The messages that waited behind the failed
+/// future are handled after the resume, in order, by the same instance
+/// (no `post_stop`, no `pre_start`).
+#[test]
+fn after_a_resumed_failure_the_waiting_messages_are_handled_in_order() {
+    let system = TestSystem::new();
+    let probe = TestProbe::new(&system);
+    let out = probe.actor_ref();
+    let actor = system
+        .spawn(
+            Props::new(move || Async::new(Recorder { out: out.clone() }))
+                .with_supervision(Supervision::resume()),
+            "resumed",
+        )
+        .expect("spawn");
+    assert_eq!(probe.expect_msg(T), "pre_start");
+    let gate = Gate::default();
+    actor.tell(Msg::Fail(0, gate.clone()));
+    assert_eq!(probe.expect_msg(T), "start 0");
+    actor.tell(Msg::Now(1));
+    actor.tell(Msg::Now(2));
+    gate.open();
+    expect(&probe, &["start 1", "end 1", "start 2", "end 2"]);
+    actor.tell(Msg::Now(3));
+    expect(&probe, &["start 3", "end 3"]);
+}
+
 /// A parent whose strategy stops failing children.
 struct StoppingParent {
     out: ActorRef<String>,

@@ -122,6 +122,24 @@ pub trait AsyncActor: Send + Sized + 'static {
 ///
 /// It is valid only while the handler's future is polled, which is always
 /// inside the actor's own run; it cannot leave the handler (it is borrowed).
+///
+/// ```
+/// use proscenium::prelude::*;
+/// use std::time::Duration;
+///
+/// struct Ticker;
+/// impl AsyncActor for Ticker {
+///     type Msg = &'static str;
+///     async fn handle(&mut self, ctx: &mut AsyncContext<Self>, msg: &'static str) -> Outcome {
+///         if msg == "start" {
+///             // The Context's timers, stash, watch, spawn, stop: all here.
+///             ctx.start_single_timer("tick", "tick", Duration::from_millis(10));
+///         }
+///         Ok(())
+///     }
+/// }
+/// # let _ = Props::new(|| Async::new(Ticker));
+/// ```
 pub struct AsyncContext<A: AsyncActor> {
     _actor: PhantomData<fn() -> A>,
 }
@@ -216,6 +234,23 @@ enum Backlogged<M> {
 
 /// The adapter that runs an [`AsyncActor`] as an [`Actor`]: spawn
 /// `Props::new(|| Async::new(actor))`. See [`AsyncActor`].
+///
+/// ```
+/// use proscenium::prelude::*;
+///
+/// struct Echo;
+/// impl AsyncActor for Echo {
+///     type Msg = (u32, ActorRef<u32>);
+///     async fn handle(&mut self, _: &mut AsyncContext<Self>, (n, to): Self::Msg) -> Outcome {
+///         to.tell(n);
+///         Ok(())
+///     }
+/// }
+///
+/// // An `Props<Async<Echo>>`; spawning it gives an `ActorRef<(u32, ActorRef<u32>)>`.
+/// let props = Props::new(|| Async::new(Echo)).with_mailbox_capacity(1024);
+/// # let _ = props;
+/// ```
 pub struct Async<A: AsyncActor> {
     /// The actor's state, from `Box::into_raw`; owned (freed in `Drop`).
     /// While `running` is `Some`, only the future uses it.
@@ -302,7 +337,7 @@ impl<A: AsyncActor> Async<A> {
                 let waker = self.waker(ctx);
                 let polled = {
                     let _entered = Entered::new(ctx);
-                    future.as_mut().poll(&mut TaskContext::from_waker(&waker))
+                    future.as_mut().poll(&mut TaskContext::from_waker(waker))
                 };
                 match polled {
                     Poll::Pending => {
@@ -330,7 +365,8 @@ impl<A: AsyncActor> Async<A> {
         }
     }
 
-    fn waker(&mut self, ctx: &Context<Async<A>>) -> Waker {
+    /// The futures' waker (lent, not cloned: no count per poll).
+    fn waker(&mut self, ctx: &Context<Async<A>>) -> &Waker {
         let (waker, _) = self.waker.get_or_insert_with(|| {
             let wake = Arc::new(WakeActor {
                 target: ctx.self_ref(),
@@ -338,7 +374,7 @@ impl<A: AsyncActor> Async<A> {
             });
             (Waker::from(Arc::clone(&wake)), wake)
         });
-        waker.clone()
+        waker
     }
 
     /// Drops the running future (its destructors run here, in the actor).
