@@ -75,6 +75,10 @@
 //!   its output as a message; [`PipeHandle::cancel`] cancels it. With the
 //!   `tokio` feature, `Context::pipe_to_self_on` runs it on a tokio runtime
 //!   (for tokio's I/O and timers).
+//! - **An actor that awaits a client on every message**: implement
+//!   [`AsyncActor`] (`async fn handle`) and spawn it through the [`Async`]
+//!   adapter: one message at a time, in mailbox order, the next handled once
+//!   the future completes; a stop or a Kill drops a running future.
 //! - **Work that awaits several things in turn**: [`ActorSystem::spawn_task`]
 //!   runs an `async` block on the workers (`.await` asks, graceful stops,
 //!   timers there), and its [`JoinHandle`] is itself a future, or tell the
