@@ -247,16 +247,16 @@ enum Backlogged<M> {
 ///     }
 /// }
 ///
-/// // An `Props<Async<Echo>>`; spawning it gives an `ActorRef<(u32, ActorRef<u32>)>`.
+/// // A `Props<Async<Echo>>`; spawning it gives an `ActorRef<(u32, ActorRef<u32>)>`.
 /// let props = Props::new(|| Async::new(Echo)).with_mailbox_capacity(1024);
 /// # let _ = props;
 /// ```
 pub struct Async<A: AsyncActor> {
-    /// The actor's state, from `Box::into_raw`; owned (freed in `Drop`).
+    /// The actor's state, from `Box::leak`; owned (freed in `Drop`).
     /// While `running` is `Some`, only the future uses it.
     state: NonNull<A>,
-    /// The handler's future, if one is running. Declared before nothing
-    /// that it borrows is freed: `Drop` drops it first, explicitly.
+    /// The handler's future, if one is running; it borrows `*state`, so
+    /// `Drop` drops it first, explicitly.
     running: Option<Running>,
     /// Messages (and termination notices) received while a future runs, in
     /// arrival order.
@@ -288,10 +288,10 @@ impl<A: AsyncActor> Async<A> {
 
     /// The state, for a synchronous call; never while a future runs.
     fn state(&mut self) -> &mut A {
-        debug_assert!(self.running.is_none());
+        assert!(self.running.is_none(), "the state is borrowed by a running handler");
         // SAFETY: `state` is live (freed only in `Drop`) and no future
-        // borrows it (`running` is `None`); `&mut self` makes this the only
-        // borrow.
+        // borrows it (`running` is `None`, asserted); `&mut self` makes
+        // this the only borrow.
         unsafe { self.state.as_mut() }
     }
 
