@@ -84,6 +84,19 @@
 //!   `stop_gracefully()` on each (an unbounded mailbox: the send completes
 //!   at once; hook `on_stop`). For the peers the clock includes the
 //!   measuring thread's loop over the 100 000 references.
+//! * `handler-sync`, `async-ready`, `async-yield`: the cost of a handler
+//!   per message (issue 35). The measuring thread tells 1 000 000 `u64` to
+//!   one actor that counts them; done when it has counted them all.
+//!   Reported: ns per message. `handler-sync`: proscenium's synchronous
+//!   `receive`; `async-ready`: proscenium's `AsyncActor` (the `Async`
+//!   adapter) whose `async fn handle` awaits nothing; `async-yield`: the
+//!   same handler awaits a future that is pending once (it wakes itself,
+//!   as a client whose answer is already there), so each message
+//!   suspends and is resumed by its waker. ractor's and kameo's handlers
+//!   are `async fn`s in all three (the same body as proscenium's async
+//!   one: in `handler-sync` and `async-ready` they await nothing). actix
+//!   is not measured here ("no such feature": its async handlers are
+//!   `ResponseActFuture`s, not an `async fn` per message).
 //!
 //! Every run of every workload completes by sending `()` on a
 //! `std::sync::mpsc` channel to the measuring thread, for every contender.
@@ -214,9 +227,12 @@ enum Workload {
     Router,
     Timers,
     Stop,
+    HandlerSync,
+    AsyncReady,
+    AsyncYield,
 }
 
-const WORKLOADS: [Workload; 9] = [
+const WORKLOADS: [Workload; 12] = [
     Workload::PingPong,
     Workload::FanIn,
     Workload::Spawn,
@@ -226,6 +242,9 @@ const WORKLOADS: [Workload; 9] = [
     Workload::Router,
     Workload::Timers,
     Workload::Stop,
+    Workload::HandlerSync,
+    Workload::AsyncReady,
+    Workload::AsyncYield,
 ];
 
 impl Workload {
@@ -240,6 +259,9 @@ impl Workload {
             Workload::Router => "router",
             Workload::Timers => "timers",
             Workload::Stop => "stop",
+            Workload::HandlerSync => "handler-sync",
+            Workload::AsyncReady => "async-ready",
+            Workload::AsyncYield => "async-yield",
         }
     }
 }
@@ -258,6 +280,7 @@ struct Params {
     timer_actors: u64,
     timer_ticks: u64,
     stop_n: u64,
+    handler_n: u64,
 }
 
 fn scaled(base: u64, scale: f64) -> u64 {
@@ -297,6 +320,7 @@ impl Params {
             timer_actors: scaled(100, scale),
             timer_ticks: scaled(1_000, scale),
             stop_n: scaled(100_000, scale),
+            handler_n: scaled(1_000_000, scale),
         }
     }
 }
@@ -409,8 +433,39 @@ fn ring_hop(n: u64, done: &Sender<()>) -> Option<u64> {
     }
 }
 
+/// A future that is pending once and wakes itself: what an async handler
+/// awaits in `async-yield` (runtime-agnostic, the same for every contender).
+#[derive(Default)]
+struct YieldOnce(bool);
+
+impl Future for YieldOnce {
+    type Output = ();
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        if self.0 {
+            return std::task::Poll::Ready(());
+        }
+        self.0 = true;
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Drivers: the measuring side, shared by every contender
+
+/// `n` messages told by the measuring thread to one actor; done when it
+/// has handled them all.
+fn drive_handler(n: u64, send: impl Fn(u64), rx: &Receiver<()>) -> RunResult {
+    let start = Instant::now();
+    for i in 0..n {
+        send(i);
+    }
+    wait_done(rx)?;
+    Ok(Sample::Elapsed(start.elapsed()))
+}
 
 fn drive_ping_pong(rounds: u64, serve: impl Fn(u64, Sender<()>)) -> RunResult {
     let (tx, rx) = mpsc::channel();
@@ -868,6 +923,57 @@ mod pro {
             self.0.add();
             Ok(())
         }
+    }
+
+    pub(crate) fn handler_sync(p: &Params) -> RunResult {
+        let system = system();
+        let (tx, rx) = mpsc::channel();
+        let left = p.handler_n;
+        let sink = spawn(&system, move || {
+            Counter(Tally {
+                left,
+                done: tx.clone(),
+            })
+        });
+        let r = crate::drive_handler(p.handler_n, |i| sink.tell(i), &rx);
+        sink.stop();
+        shutdown(&system);
+        r
+    }
+
+    struct AsyncCounter {
+        tally: Tally,
+        pend: bool,
+    }
+
+    impl AsyncActor for AsyncCounter {
+        type Msg = u64;
+        async fn handle(&mut self, _: &mut AsyncContext<Self>, _: u64) -> Outcome {
+            if self.pend {
+                crate::YieldOnce::default().await;
+            }
+            self.tally.add();
+            Ok(())
+        }
+    }
+
+    pub(crate) fn handler_async(p: &Params, pend: bool) -> RunResult {
+        let system = system();
+        let (tx, rx) = mpsc::channel();
+        let left = p.handler_n;
+        let sink = spawn(&system, move || {
+            Async::new(AsyncCounter {
+                tally: Tally {
+                    left,
+                    done: tx.clone(),
+                },
+                pend,
+            })
+        });
+        let r = crate::drive_handler(p.handler_n, |i| sink.tell(i), &rx);
+        sink.stop();
+        shutdown(&system);
+        r
     }
 
     pub(crate) fn fan_in(p: &Params) -> RunResult {
@@ -1688,6 +1794,49 @@ mod rac {
         }
     }
 
+    struct Handler;
+
+    impl Actor for Handler {
+        type Msg = u64;
+        type State = (Tally, bool);
+        type Arguments = (Tally, bool);
+
+        async fn pre_start(
+            &self,
+            _: ActorRef<u64>,
+            args: (Tally, bool),
+        ) -> Result<(Tally, bool), ActorProcessingErr> {
+            Ok(args)
+        }
+
+        async fn handle(
+            &self,
+            _: ActorRef<u64>,
+            _: u64,
+            (tally, pend): &mut (Tally, bool),
+        ) -> Result<(), ActorProcessingErr> {
+            if *pend {
+                crate::YieldOnce::default().await;
+            }
+            tally.add();
+            Ok(())
+        }
+    }
+
+    pub(crate) fn handler(p: &Params, pend: bool) -> RunResult {
+        let rt = tokio_runtime();
+        let (tx, rx) = mpsc::channel();
+        let tally = Tally {
+            left: p.handler_n,
+            done: tx,
+        };
+        let sink = spawn(&rt, Handler, (tally, pend));
+        let r = crate::drive_handler(p.handler_n, |i| sent(sink.cast(i)), &rx);
+        sink.stop(None);
+        tokio_shutdown(rt);
+        r
+    }
+
     pub(crate) fn fan_in(p: &Params) -> RunResult {
         let rt = tokio_runtime();
         let (tx, rx) = mpsc::channel();
@@ -2241,6 +2390,48 @@ mod kam {
         }
     }
 
+    struct Handler {
+        tally: Tally,
+        pend: bool,
+    }
+
+    impl Actor for Handler {
+        type Args = Self;
+        type Error = Infallible;
+        async fn on_start(state: Self, _: ActorRef<Self>) -> Result<Self, Infallible> {
+            Ok(state)
+        }
+    }
+
+    impl Message<u64> for Handler {
+        type Reply = ();
+        async fn handle(&mut self, _: u64, _: &mut Context<Self, ()>) {
+            if self.pend {
+                crate::YieldOnce::default().await;
+            }
+            self.tally.add();
+        }
+    }
+
+    pub(crate) fn handler(p: &Params, pend: bool) -> RunResult {
+        let rt = tokio_runtime();
+        let (tx, rx) = mpsc::channel();
+        let sink = {
+            let _enter = rt.enter();
+            spawn(Handler {
+                tally: Tally {
+                    left: p.handler_n,
+                    done: tx,
+                },
+                pend,
+            })
+        };
+        let r = crate::drive_handler(p.handler_n, |i| sent(sink.tell(i).try_send()), &rx);
+        sink.kill();
+        tokio_shutdown(rt);
+        r
+    }
+
     pub(crate) fn fan_in(p: &Params) -> RunResult {
         let rt = tokio_runtime();
         let (tx, rx) = mpsc::channel();
@@ -2558,6 +2749,23 @@ fn run(w: Workload, c: Contender, p: &Params) -> RunResult {
         (Workload::Stop, Contender::Actix1) => act::stop(p, 1),
         (Workload::Stop, Contender::Ractor) => rac::stop(p),
         (Workload::Stop, Contender::Kameo) => kam::stop(p),
+        (Workload::HandlerSync, Contender::Proscenium) => pro::handler_sync(p),
+        (Workload::AsyncReady, Contender::Proscenium) => pro::handler_async(p, false),
+        (Workload::AsyncYield, Contender::Proscenium) => pro::handler_async(p, true),
+        (Workload::HandlerSync | Workload::AsyncReady, Contender::Ractor) => {
+            rac::handler(p, false)
+        }
+        (Workload::AsyncYield, Contender::Ractor) => rac::handler(p, true),
+        (Workload::HandlerSync | Workload::AsyncReady, Contender::Kameo) => {
+            kam::handler(p, false)
+        }
+        (Workload::AsyncYield, Contender::Kameo) => kam::handler(p, true),
+        (
+            Workload::HandlerSync | Workload::AsyncReady | Workload::AsyncYield,
+            Contender::Actix | Contender::Actix1,
+        ) => no_feature(
+            "not measured: actix's async handlers are ResponseActFutures, not an async fn per message",
+        ),
     }
 }
 
@@ -2849,6 +3057,21 @@ fn rows_for(w: Workload, p: &Params, med: &[Result<Sample, String>]) -> Vec<Row>
             time,
             elapsed(&|s| s * 1e3),
         )],
+        Workload::HandlerSync | Workload::AsyncReady | Workload::AsyncYield => {
+            let n = p.handler_n as f64;
+            let what = match w {
+                Workload::HandlerSync => "handler: proscenium sync receive",
+                Workload::AsyncReady => "async handler, no await",
+                _ => "async handler, one pending await",
+            };
+            vec![row(
+                format!("{what} ({} msgs)", p.handler_n),
+                "ns / msg",
+                Better::Lower,
+                time,
+                elapsed(&|s| s * 1e9 / n),
+            )]
+        }
     }
 }
 

@@ -75,6 +75,10 @@
 //!   its output as a message; [`PipeHandle::cancel`] cancels it. With the
 //!   `tokio` feature, `Context::pipe_to_self_on` runs it on a tokio runtime
 //!   (for tokio's I/O and timers).
+//! - **An actor that awaits a client on every message**: implement
+//!   [`AsyncActor`] (`async fn handle`) and spawn it through the [`Async`]
+//!   adapter: one message at a time, in mailbox order, the next handled once
+//!   the future completes; a stop or a Kill drops a running future.
 //! - **Work that awaits several things in turn**: [`ActorSystem::spawn_task`]
 //!   runs an `async` block on the workers (`.await` asks, graceful stops,
 //!   timers there), and its [`JoinHandle`] is itself a future, or tell the
@@ -266,6 +270,7 @@ pub mod testkit;
 // The actor API: actors, references, context, ask, futures.
 pub use crate::api::actor::{Actor, Props};
 pub use crate::api::actor_ref::{ActorId, ActorRef, StopSignal};
+pub use crate::api::async_actor::{Async, AsyncActor, AsyncContext};
 pub use crate::api::ask::{Ask, AskError, GracefulStop, NoReplyReason, Reply};
 pub use crate::api::context::Context;
 pub use crate::api::pipe::PipeHandle;
@@ -325,8 +330,8 @@ pub mod prelude {
         CoordinatedShutdownExt, DeadLetter, Directive, Failure, NoReplyReason, Outcome, Props,
         Reply, StashOverflowError, Supervision, SupervisorStrategy, TimerKey,
     };
-    // Waiting without blocking (issue 14).
-    pub use crate::{JoinError, JoinHandle, PipeHandle};
+    // Waiting without blocking (issue 14); async handlers (issue 35).
+    pub use crate::{Async, AsyncActor, AsyncContext, JoinError, JoinHandle, PipeHandle};
 
     // By feature, what a user of it names in ordinary code (the rest,
     // such as error and report types, is named through `proscenium::`).

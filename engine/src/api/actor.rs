@@ -86,6 +86,23 @@ pub trait Actor: Send + Sized + 'static {
     fn supervisor_strategy(&self) -> SupervisorStrategy {
         SupervisorStrategy::default()
     }
+
+    /// The engine's hook for [`AsyncActor`](crate::AsyncActor)'s adapter:
+    /// a future it runs was woken (an `Envelope::Wake` in the user lane).
+    /// Not for user code; the default ignores the wake.
+    #[doc(hidden)]
+    fn wake(&mut self, ctx: &mut Context<Self>) -> Outcome {
+        let _ = ctx;
+        Ok(())
+    }
+
+    /// The engine's hook for [`AsyncActor`](crate::AsyncActor)'s adapter:
+    /// `true` if it took a PoisonPill to handle after the messages that
+    /// wait for its running handler. The default stops at once.
+    #[doc(hidden)]
+    fn defer_poison_pill(&mut self) -> bool {
+        false
+    }
 }
 
 pub(crate) type Factory<A> = dyn Fn() -> Result<A, ActorError> + Send + Sync;

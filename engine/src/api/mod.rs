@@ -4,6 +4,8 @@
 
 /// The `Actor` trait and `Props`, the recipe an actor is created from.
 pub(crate) mod actor;
+/// Async handlers: `AsyncActor`, its `Async` adapter, `AsyncContext`.
+pub(crate) mod async_actor;
 /// `ActorRef` (typed, carries messages) and `ActorId` (untyped: watch, stop).
 pub(crate) mod actor_ref;
 /// Narrowed references: `ActorRef::adapt`, `Context::message_adapter`.

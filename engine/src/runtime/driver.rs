@@ -225,7 +225,13 @@ impl<A: Actor> Driver<A> {
     fn invoke_auto(&mut self, envelope: Envelope<A::Msg>) {
         match envelope {
             Envelope::Msg(_) | Envelope::Timer(_) => unreachable!("handled by invoke"),
-            Envelope::PoisonPill => self.terminate(),
+            Envelope::PoisonPill => {
+                // An async actor's adapter queues it behind the messages
+                // that wait for its running handler (it stops itself then).
+                if !self.actor.as_mut().is_some_and(A::defer_poison_pill) {
+                    self.terminate();
+                }
+            }
             Envelope::Kill => {
                 let failure = Failure::from_error(self.path(), Box::new(Killed));
                 self.fail(failure, SuspendChildren::All);
@@ -239,6 +245,11 @@ impl<A: Actor> Driver<A> {
                 };
                 let (_, who) = state.terminated_queued.swap_remove(pos);
                 if let Err(failure) = self.call(|a, ctx| a.on_terminated(ctx, who)) {
+                    self.fail(failure, SuspendChildren::All);
+                }
+            }
+            Envelope::Wake => {
+                if let Err(failure) = self.call(|a, ctx| a.wake(ctx)) {
                     self.fail(failure, SuspendChildren::All);
                 }
             }

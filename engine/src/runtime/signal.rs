@@ -93,6 +93,10 @@ pub(crate) enum Envelope<M: Send + 'static> {
     /// A scheduled message: taken from its slot when handled, unless the
     /// timer was cancelled or replaced meanwhile (see `timers`).
     Timer(Arc<TimerSlot<M>>),
+    /// The future of an async handler ([`AsyncActor`](crate::AsyncActor))
+    /// was woken: poll it (a unit variant: the envelope stays the size of
+    /// the message).
+    Wake,
 }
 
 /// The untyped auto-handled messages, which any [`ActorId`] can send.

@@ -744,6 +744,8 @@ impl ActorSystem {
             Envelope::Kill => self.publish_dead(DeadLetter::new(Some(recipient), Kill)),
             // The watcher is gone: nobody is left to tell.
             Envelope::Terminated(_) => {}
+            // A wake-up for a future that is gone with its actor.
+            Envelope::Wake => {}
             // A scheduled message reaching a terminated actor: to dead
             // letters, unless its timer was cancelled.
             Envelope::Timer(slot) => {
