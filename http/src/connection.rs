@@ -49,6 +49,8 @@ pub(crate) async fn serve<S: Transport>(
         handle,
         #[cfg(feature = "metrics")]
         durations: guard.control().metrics().duration_histogram(),
+        #[cfg(feature = "websocket")]
+        upgrade: None,
     };
     if let Err(e) = connection.run(&handler).await {
         tracing::debug!(error = %e, "connection failed");
@@ -65,6 +67,18 @@ pub(crate) async fn serve<S: Transport>(
             ..
         } = connection;
         return crate::http2::serve(stream, buf, guard, handler, settings, handle).await;
+    }
+    #[cfg(feature = "websocket")]
+    if let Some(upgrade) = connection.upgrade.take() {
+        // The `101` is written: the WebSocket takes the connection, and
+        // the bytes read past the request's head.
+        let Connection {
+            stream,
+            buf,
+            handle,
+            ..
+        } = connection;
+        return crate::websocket::serve(stream, buf, guard, upgrade, handle).await;
     }
     drop(connection);
     drop(guard);
@@ -292,6 +306,10 @@ struct Connection<S> {
     /// per request handed to the handler.
     #[cfg(feature = "metrics")]
     durations: ::metrics::Histogram,
+    /// The handler accepted a WebSocket upgrade and its `101` is written
+    /// (feature `websocket`): `serve` hands the connection over.
+    #[cfg(feature = "websocket")]
+    upgrade: Option<crate::websocket::Accepted>,
 }
 
 impl<S: Transport> Connection<S> {
@@ -380,6 +398,25 @@ impl<S: Transport> Connection<S> {
                 self.durations.record(started.elapsed());
                 return Ok(());
             };
+            #[cfg(feature = "websocket")]
+            let mut response = response;
+            #[cfg(feature = "websocket")]
+            if response.status() == StatusCode::SWITCHING_PROTOCOLS {
+                if let Some(upgrade) = crate::websocket::take_upgrade(&mut response) {
+                    span.record("status", 101);
+                    self.control.metrics().response(response.status());
+                    let head = crate::websocket::switching_head(&response);
+                    #[cfg(feature = "metrics")]
+                    self.durations.record(started.elapsed());
+                    return match self.write(&head).await? {
+                        Wrote::All | Wrote::AllThenClose => {
+                            self.upgrade = Some(upgrade);
+                            Ok(())
+                        }
+                        Wrote::Cut => self.close(),
+                    };
+                }
+            }
             let response = final_response(response, &span);
             span.record("status", response.status().as_u16());
             self.control.metrics().response(response.status());

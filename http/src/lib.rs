@@ -182,6 +182,8 @@ mod service;
 mod terminate;
 #[cfg(feature = "tls")]
 mod tls;
+#[cfg(feature = "websocket")]
+mod websocket;
 mod wire;
 
 pub use crate::binding::{HandlerOutput, Http, ServerBinding, ServerSettings, Unbind};
@@ -193,6 +195,12 @@ pub use crate::terminate::{
 #[cfg(feature = "tls")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
 pub use crate::tls::{Tls, TlsError};
+#[cfg(feature = "websocket")]
+#[cfg_attr(docsrs, doc(cfg(feature = "websocket")))]
+pub use crate::websocket::{
+    CloseFrame, Message, WebSocket, WebSocketCloseCode, WebSocketClosed, WebSocketReceiver,
+    WebSocketSender, WebSocketUpgrade,
+};
 /// The `http` crate, whose `Request` and `Response` handlers take and return.
 pub use http;
 /// The rustls version [`Tls::from_config`] takes (feature `tls`).
