@@ -214,6 +214,42 @@ impl WebSocketUpgrade {
         self
     }
 
+    /// Accepts the upgrade and hands the socket to an actor (one actor per
+    /// connection): `start` gets the sending half, to keep in the actor's
+    /// state, and returns the actor (spawned by it; `None`: the socket is
+    /// closed with 1000). Each message from the client is told to the
+    /// actor (`M::from`), `Message::Close` last, always (`Close(None)` when
+    /// the client left without one). The socket closes with 1000 once the
+    /// client closed it, or once the actor dropped its sending halves (it
+    /// stopped). A bounded mailbox that is full sends the message to dead
+    /// letters, as [`ActorRef::tell`](proscenium::ActorRef::tell) does.
+    pub fn on_upgrade_actor<M, F>(self, start: F) -> Response<Body>
+    where
+        M: From<Message> + Send + 'static,
+        F: FnOnce(WebSocketSender) -> Option<proscenium::ActorRef<M>> + Send + 'static,
+    {
+        self.on_upgrade(move |socket| async move {
+            let (sender, mut receiver) = socket.split();
+            let Some(actor) = start(sender) else {
+                return;
+            };
+            let mut closed = false;
+            while let Some(message) = receiver.recv().await {
+                closed = message.is_close();
+                match actor.try_tell(M::from(message)) {
+                    Ok(()) => {}
+                    // Full: to dead letters, as `tell` sends it.
+                    Err(proscenium::TrySendError::Full(message)) => actor.tell(message),
+                    // The actor stopped: nobody reads the socket any more.
+                    Err(proscenium::TrySendError::Closed(_)) => return,
+                }
+            }
+            if !closed {
+                actor.tell(M::from(Message::Close(None)));
+            }
+        })
+    }
+
     /// The `101 Switching Protocols` response that accepts the upgrade:
     /// once it is written, `callback` gets the [`WebSocket`] and its
     /// future runs on the connection's task.
@@ -255,7 +291,11 @@ pub struct WebSocketClosed;
 /// messages (text, binary, and its `Close` last if it sent one; pings and
 /// pongs are answered by the server) and a `Sink` of messages to it.
 /// Sending `Message::Close` starts the close handshake; dropping the
-/// `WebSocket` (or the callback's future ending) closes with 1000.
+/// `WebSocket` (or the callback's future ending) closes with 1000. Once
+/// the socket is closed the callback's future still runs to its end (its
+/// receiver ends once it took what was read, its sends fail): until then
+/// the connection counts as open, and a termination's hard deadline drops
+/// it.
 ///
 /// [`split`](Self::split) gives the two halves, to hand to an actor: the
 /// receiving half piped into its mailbox, the sending half (`Clone`) kept
@@ -309,6 +349,21 @@ impl WebSocketSender {
             .await
             .map_err(|_| WebSocketClosed)?;
         self.0.start_send(message).map_err(|_| WebSocketClosed)
+    }
+}
+
+impl WebSocketSender {
+    /// Sends `message` if the buffer toward the client has room: for an
+    /// actor, which cannot wait. `Full` hands it back while a slow client
+    /// holds the buffer; `Closed` once the socket is closed.
+    pub fn try_send(&mut self, message: Message) -> Result<(), proscenium::TrySendError<Message>> {
+        self.0.try_send(message).map_err(|e| {
+            if e.is_full() {
+                proscenium::TrySendError::Full(e.into_inner())
+            } else {
+                proscenium::TrySendError::Closed(e.into_inner())
+            }
+        })
     }
 }
 
@@ -423,8 +478,28 @@ pub(crate) async fn serve<S: Transport>(
         pump.poll(cx)
     })
     .await;
-    drop(user);
+    // The socket is closed: the handler's receiver ends once it took what
+    // was read, its sends fail. Its future runs to its end (it is still
+    // delivering the last messages, an actor's Close among them), or until
+    // a termination's hard deadline.
+    let control = Arc::clone(&pump.control);
     drop(pump);
+    if let Some(mut future) = user {
+        poll_fn(|cx| {
+            if control.poll_signals(cx).forced {
+                return Poll::Ready(());
+            }
+            match catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
+                Ok(Poll::Pending) => Poll::Pending,
+                Ok(Poll::Ready(())) => Poll::Ready(()),
+                Err(_) => {
+                    tracing::error!("a WebSocket's handler panicked after its socket closed");
+                    Poll::Ready(())
+                }
+            }
+        })
+        .await;
+    }
     metrics.websocket_closed();
     drop(guard);
 }

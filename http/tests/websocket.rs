@@ -376,3 +376,81 @@ fn a_request_that_is_no_upgrade_is_refused() {
     assert_eq!(answer.status, 400);
     system.terminate().wait();
 }
+
+/// One actor per connection: it gets the client's messages in its mailbox
+/// and answers through the sending half it keeps.
+struct EchoActor {
+    socket: proscenium_http::WebSocketSender,
+    closed: std::sync::mpsc::Sender<Option<u16>>,
+}
+
+impl proscenium::Actor for EchoActor {
+    type Msg = Message;
+
+    fn receive(
+        &mut self,
+        cx: &mut proscenium::Context<Self>,
+        message: Message,
+    ) -> proscenium::Outcome {
+        match message {
+            Message::Close(frame) => {
+                let _ = self.closed.send(frame.map(|f| u16::from(f.code)));
+                cx.stop_self();
+            }
+            message => {
+                // An echo, unless the client is so slow the buffer is full.
+                let _ = self.socket.try_send(message);
+            }
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn a_socket_handed_to_an_actor_is_served_from_its_mailbox() {
+    let system = system();
+    let (closed_tx, closed) = std::sync::mpsc::channel();
+    let actors = system.clone();
+    let binding = Http::bind(
+        &system,
+        "127.0.0.1:0".parse().unwrap(),
+        move |request: Request<Body>| {
+            let actors = actors.clone();
+            let closed = closed_tx.clone();
+            async move {
+                match WebSocketUpgrade::from_request(&request) {
+                    Ok(upgrade) => upgrade.on_upgrade_actor(move |socket| {
+                        let props = proscenium::Props::new(move || EchoActor {
+                            socket: socket.clone(),
+                            closed: closed.clone(),
+                        });
+                        actors.spawn_anonymous(props).ok()
+                    }),
+                    Err(refusal) => refusal,
+                }
+            }
+        },
+    )
+    .unwrap();
+    let mut socket = tungstenite(&binding, "/actor");
+    for text in ["one", "two", "three"] {
+        socket.send(Message::text(text)).unwrap();
+        assert_eq!(socket.read().unwrap(), Message::text(text));
+    }
+    socket
+        .close(Some(proscenium_http::CloseFrame {
+            code: WebSocketCloseCode::Normal,
+            reason: "bye".into(),
+        }))
+        .unwrap();
+    // The close handshake completes: the server's reply, then the end.
+    loop {
+        match socket.read() {
+            Ok(Message::Close(_)) => {}
+            Err(tungstenite::Error::ConnectionClosed) => break,
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(closed.recv_timeout(PATIENCE).unwrap(), Some(1000));
+    system.terminate().wait();
+}
