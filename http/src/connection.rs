@@ -1430,8 +1430,9 @@ impl<S: Transport> Departure<'_, S> {
 
 /// The handler's `response`, unless its status is informational (1xx):
 /// that is not a final response (no framing, and the client would wait
-/// for the real one; upgrades such as `101 Switching Protocols` are not
-/// supported), so it is logged and answered `500 Internal Server Error`.
+/// for the real one; a `101 Switching Protocols` is served only as a
+/// WebSocket's, from `WebSocketUpgrade::on_upgrade` with the feature
+/// `websocket`), so it is logged and answered `500 Internal Server Error`.
 fn final_response(response: Response<Body>, span: &tracing::Span) -> Response<Body> {
     let status = response.status();
     if !status.is_informational() {
