@@ -385,7 +385,11 @@ impl<S: Transport> Connection<S> {
                 Called::Forced => None,
                 Called::Left => return Ok(()),
             };
-            let Some(response) = response else {
+            // `mut` for the WebSocket upgrade's check below (a second
+            // binding there would cost a copy of the response per request).
+            #[cfg_attr(not(feature = "websocket"), allow(unused_mut))]
+            let Some(mut response) = response
+            else {
                 // The hard deadline passed. Akka: "if user code does not
                 // reply with a response within the deadline we produce a
                 // special [...] terminationDeadlineExceededResponse HTTP
@@ -398,8 +402,6 @@ impl<S: Transport> Connection<S> {
                 self.durations.record(started.elapsed());
                 return Ok(());
             };
-            #[cfg(feature = "websocket")]
-            let mut response = response;
             #[cfg(feature = "websocket")]
             if response.status() == StatusCode::SWITCHING_PROTOCOLS {
                 if let Some(upgrade) = crate::websocket::take_upgrade(&mut response) {

@@ -550,22 +550,6 @@ impl<S: Transport> Pump<S> {
         if signals.terminating {
             self.close(CloseCode::Away, "going away");
         }
-        if self.idle.poll(&self.handle, cx).is_ready() {
-            if self.close_sent {
-                // No Close came back in time.
-                return Poll::Ready(());
-            }
-            self.close(CloseCode::Away, "idle timeout");
-        }
-        if !self.close_sent && self.ping.poll(&self.handle, cx).is_ready() {
-            self.ping.restart();
-            if Pin::new(&mut self.socket)
-                .start_send(Message::Ping(Default::default()))
-                .is_err()
-            {
-                return Poll::Ready(());
-            }
-        }
         // Toward the client: as long as the socket takes messages.
         while let Some(from_handler) = &mut self.from_handler {
             match Pin::new(&mut self.socket).poll_ready(cx) {
@@ -650,6 +634,23 @@ impl<S: Transport> Pump<S> {
                     return Poll::Ready(());
                 }
                 Poll::Pending => break,
+            }
+        }
+        // The timers last: every restart above is armed again here.
+        while self.idle.poll(&self.handle, cx).is_ready() {
+            if self.close_sent {
+                // No Close came back in time.
+                return Poll::Ready(());
+            }
+            self.close(CloseCode::Away, "idle timeout");
+        }
+        while !self.close_sent && self.ping.poll(&self.handle, cx).is_ready() {
+            self.ping.restart();
+            if Pin::new(&mut self.socket)
+                .start_send(Message::Ping(Default::default()))
+                .is_err()
+            {
+                return Poll::Ready(());
             }
         }
         match Pin::new(&mut self.socket).poll_flush(cx) {
