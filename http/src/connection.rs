@@ -70,8 +70,8 @@ pub(crate) async fn serve<S: Transport>(
     }
     #[cfg(feature = "websocket")]
     if let Some(upgrade) = connection.upgrade.take() {
-        // The `101` is written: the WebSocket takes the connection, and
-        // the bytes read past the request's head.
+        // The WebSocket takes the connection (its `101` first), and the
+        // bytes read past the request's head.
         let Connection {
             stream,
             buf,
@@ -306,8 +306,8 @@ struct Connection<S> {
     /// per request handed to the handler.
     #[cfg(feature = "metrics")]
     durations: ::metrics::Histogram,
-    /// The handler accepted a WebSocket upgrade and its `101` is written
-    /// (feature `websocket`): `serve` hands the connection over.
+    /// The handler accepted a WebSocket upgrade (feature `websocket`):
+    /// `serve` writes its `101` and hands the connection over.
     #[cfg(feature = "websocket")]
     upgrade: Option<crate::websocket::Accepted>,
 }
@@ -404,19 +404,15 @@ impl<S: Transport> Connection<S> {
             };
             #[cfg(feature = "websocket")]
             if response.status() == StatusCode::SWITCHING_PROTOCOLS {
-                if let Some(upgrade) = crate::websocket::take_upgrade(&mut response) {
-                    span.record("status", 101);
-                    self.control.metrics().response(response.status());
-                    let head = crate::websocket::switching_head(&response);
+                if let Some(upgrade) = crate::websocket::accept(&mut response, &span, &self.control)
+                {
+                    // `serve` writes the `101` and hands the connection
+                    // over (no write here: no await point added to this
+                    // future's request path).
                     #[cfg(feature = "metrics")]
                     self.durations.record(started.elapsed());
-                    return match self.write(&head).await? {
-                        Wrote::All | Wrote::AllThenClose => {
-                            self.upgrade = Some(upgrade);
-                            Ok(())
-                        }
-                        Wrote::Cut => self.close(),
-                    };
+                    self.upgrade = Some(upgrade);
+                    return Ok(());
                 }
             }
             let response = final_response(response, &span);

@@ -44,11 +44,27 @@ type Callback = Box<dyn FnOnce(WebSocket) -> Pin<Box<dyn Future<Output = ()> + S
 #[derive(Clone)]
 pub(crate) struct Upgrading(Arc<Mutex<Option<(Limits, Callback)>>>);
 
-/// An upgrade the handler accepted: its limits and its callback.
-pub(crate) type Accepted = (Limits, Callback);
+/// An upgrade the handler accepted: the `101`'s head, the limits and the
+/// callback.
+pub(crate) type Accepted = (Vec<u8>, Limits, Callback);
+
+/// The accepted upgrade of a handler's `101` response (`None`: not one of
+/// `on_upgrade`'s), counted as a response; kept out of line, off the
+/// request path.
+#[inline(never)]
+pub(crate) fn accept(
+    response: &mut Response<Body>,
+    span: &tracing::Span,
+    control: &Control,
+) -> Option<Accepted> {
+    let (limits, callback) = take_upgrade(response)?;
+    span.record("status", 101);
+    control.metrics().response(StatusCode::SWITCHING_PROTOCOLS);
+    Some((switching_head(response), limits, callback))
+}
 
 /// The `101` response's head, as written (its body, empty, is not).
-pub(crate) fn switching_head(response: &Response<Body>) -> Vec<u8> {
+fn switching_head(response: &Response<Body>) -> Vec<u8> {
     let mut head = b"HTTP/1.1 101 Switching Protocols\r\n".to_vec();
     for (name, value) in response.headers() {
         head.extend_from_slice(name.as_str().as_bytes());
@@ -61,7 +77,7 @@ pub(crate) fn switching_head(response: &Response<Body>) -> Vec<u8> {
 }
 
 /// Takes the accepted upgrade out of a handler's `101` response.
-pub(crate) fn take_upgrade(response: &mut Response<Body>) -> Option<Accepted> {
+fn take_upgrade(response: &mut Response<Body>) -> Option<(Limits, Callback)> {
     let upgrading = response.extensions_mut().remove::<Upgrading>()?;
     let taken = upgrading
         .0
@@ -432,10 +448,15 @@ pub(crate) async fn serve<S: Transport>(
     stream: S,
     read: Vec<u8>,
     guard: ConnectionGuard,
-    (limits, callback): Accepted,
+    (head, limits, callback): Accepted,
     handle: Handle,
 ) {
     let control = guard.control();
+    let mut stream = stream;
+    if let Err(e) = write_head(&mut stream, &head, &control).await {
+        tracing::debug!(error = %e, "the WebSocket's 101 was not written");
+        return;
+    }
     let metrics = Arc::clone(control.metrics());
     metrics.websocket_opened();
     let config = WebSocketConfig::default()
@@ -502,6 +523,30 @@ pub(crate) async fn serve<S: Transport>(
     }
     metrics.websocket_closed();
     drop(guard);
+}
+
+/// Writes the `101`'s head (a few hundred bytes: the socket's buffer
+/// takes it at once but for a client that reads nothing at all, which the
+/// hard deadline cuts).
+async fn write_head<S: Transport>(
+    stream: &mut S,
+    mut head: &[u8],
+    control: &Control,
+) -> std::io::Result<()> {
+    while !head.is_empty() {
+        let written = poll_fn(|cx| {
+            if control.poll_signals(cx).forced {
+                return Poll::Ready(Err(std::io::ErrorKind::TimedOut.into()));
+            }
+            Pin::new(&mut *stream).poll_write(cx, head)
+        })
+        .await?;
+        if written == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        head = &head[written..];
+    }
+    poll_fn(|cx| Pin::new(&mut *stream).poll_flush(cx)).await
 }
 
 /// The socket's side: moves messages between the socket and the handler's
