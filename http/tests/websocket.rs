@@ -3,10 +3,15 @@
 //! message over the limit, ping/pong, a termination with 100 open sockets)
 //! and tungstenite's client (a client that stops reading, one that never
 //! answers a ping, one that never answers the termination's Close, a
-//! refused upgrade). The Python tests are skipped, saying so, when python3
+//! refused upgrade, an actor per connection, and with the feature `tls`
+//! a `wss://` socket). The Python tests are skipped, saying so, when python3
 //! cannot import `websockets`; a failure instead with
 //! `PROSCENIUM_REQUIRE_PROGRAMS=1` (.ci/run installs it with pip). Every
-//! wait ends on an event (a line from the client, a frame, a counter).
+//! wait ends on an event (a line from the client, a frame, a counter) but
+//! one: the slow-reader test takes the handler's sends as stalled once
+//! they have not advanced for 300 ms (a stall is the absence of an event);
+//! what it asserts is a bound on the bytes taken, which a slower machine
+//! does not break.
 #![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
 
 mod programs;
@@ -459,5 +464,59 @@ fn a_socket_handed_to_an_actor_is_served_from_its_mailbox() {
         }
     }
     assert_eq!(closed.recv_timeout(PATIENCE).unwrap(), Some(1000));
+    system.terminate().wait();
+}
+
+/// `wss://`: an HTTPS binding's HTTP/1.1 connections upgrade as plain
+/// ones do (`--features websocket,tls`; .ci/run runs it).
+#[cfg(feature = "tls")]
+#[test]
+fn a_websocket_over_tls_echoes_and_is_terminated_with_1001() {
+    use rustls::pki_types::{CertificateDer, ServerName};
+    let pki = support::pki::pki();
+    let system = system();
+    let settings = proscenium_http::ServerSettings::default()
+        .tls(proscenium_http::Tls::from_pem(pki.cert.as_bytes(), pki.key.as_bytes()).unwrap());
+    let binding = Http::bind_with(
+        &system,
+        "127.0.0.1:0".parse().unwrap(),
+        settings,
+        |request: Request<Body>| async move {
+            match WebSocketUpgrade::from_request(&request) {
+                Ok(upgrade) => upgrade.on_upgrade(echo),
+                Err(refusal) => refusal,
+            }
+        },
+    )
+    .unwrap();
+    let mut roots = rustls::RootCertStore::empty();
+    let ca = rustls::pki_types::pem::PemObject::from_pem_slice(pki.ca.as_bytes()).unwrap();
+    roots.add(CertificateDer::into_owned(ca)).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let name = ServerName::try_from("localhost").unwrap();
+    let connection = rustls::ClientConnection::new(Arc::new(config), name).unwrap();
+    let tcp = TcpStream::connect(binding.local_addr()).unwrap();
+    tcp.set_read_timeout(Some(PATIENCE)).unwrap();
+    let stream = rustls::StreamOwned::new(connection, tcp);
+    let url = format!("wss://localhost:{}/echo", binding.local_addr().port());
+    let (mut socket, response) = tungstenite::client(url, stream).unwrap();
+    assert_eq!(response.status(), 101);
+    socket.send(Message::text("over tls")).unwrap();
+    assert_eq!(socket.read().unwrap(), Message::text("over tls"));
+    let termination = binding.terminate(Duration::from_secs(10));
+    match socket.read().unwrap() {
+        Message::Close(Some(frame)) => assert_eq!(frame.code, WebSocketCloseCode::Away),
+        other => panic!("{other:?}"),
+    }
+    let _ = socket.flush();
+    let terminated = termination.wait().unwrap();
+    assert_eq!(terminated.websockets, 1);
+    assert_eq!(terminated.forced_connections, 0);
     system.terminate().wait();
 }
