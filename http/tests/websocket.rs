@@ -520,3 +520,29 @@ fn a_websocket_over_tls_echoes_and_is_terminated_with_1001() {
     assert_eq!(terminated.forced_connections, 0);
     system.terminate().wait();
 }
+
+/// Frames a client must not send: text that is not UTF-8 is closed with
+/// 1007, an unmasked frame with 1002 (RFC 6455 §5.1).
+#[test]
+fn invalid_utf_8_is_closed_with_1007_and_an_unmasked_frame_with_1002() {
+    use std::io::Write;
+    let system = system();
+    let binding = serve(&system, Arc::default());
+    for (frame, code) in [
+        // FIN + text, masked (a zero mask), 2 bytes that are not UTF-8.
+        (&[0x81, 0x82, 0, 0, 0, 0, 0xff, 0xfe][..], 1007),
+        // FIN + text, not masked.
+        (&[0x81, 0x02, b'h', b'i'][..], 1002),
+    ] {
+        let mut socket = tungstenite(&binding, "/echo");
+        let stream = match socket.get_mut() {
+            tungstenite::stream::MaybeTlsStream::Plain(stream) => stream,
+            _ => unreachable!(),
+        };
+        stream.write_all(frame).unwrap();
+        let (first, payload) = raw_frame(stream);
+        assert_eq!(first, 0x88, "a Close");
+        assert_eq!(u16::from_be_bytes([payload[0], payload[1]]), code);
+    }
+    system.terminate().wait();
+}
