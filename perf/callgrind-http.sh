@@ -21,7 +21,9 @@
 # beside it). Compare the second before and after a change to the request
 # path, the first only over several runs. Raw outputs are kept
 # in perf/out/ (gitignored): `callgrind_annotate
-# perf/out/callgrind.http_hello.4000.out | head -40`.
+# perf/out/callgrind.http_hello.4000.out | head -40`. FEATURES (e.g.
+# `FEATURES=websocket`) builds the example with those features of
+# proscenium-http too: the request path must not move with them.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -33,7 +35,8 @@ TARGET="${CARGO_TARGET_DIR:-target}"
 
 command -v valgrind >/dev/null || { echo "valgrind not found" >&2; exit 1; }
 command -v python3 >/dev/null || { echo "python3 not found" >&2; exit 1; }
-CARGO_TARGET_DIR="$TARGET" cargo build --release -p proscenium-http --example server >&2
+CARGO_TARGET_DIR="$TARGET" cargo build --release -p proscenium-http --example server \
+    ${FEATURES:+--features "$FEATURES"} >&2
 EXE="$TARGET/release/examples/server"
 
 # N sequential GETs on one connection; each response read whole (its

@@ -811,6 +811,11 @@ impl Server {
         Poll::Pending
     }
 
+    /// The server's counters.
+    pub(crate) fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+
     pub(crate) fn connections(&self) -> Vec<Arc<Control>> {
         self.lock().connections.values().cloned().collect()
     }

@@ -49,6 +49,8 @@ pub(crate) async fn serve<S: Transport>(
         handle,
         #[cfg(feature = "metrics")]
         durations: guard.control().metrics().duration_histogram(),
+        #[cfg(feature = "websocket")]
+        upgrade: None,
     };
     if let Err(e) = connection.run(&handler).await {
         tracing::debug!(error = %e, "connection failed");
@@ -65,6 +67,18 @@ pub(crate) async fn serve<S: Transport>(
             ..
         } = connection;
         return crate::http2::serve(stream, buf, guard, handler, settings, handle).await;
+    }
+    #[cfg(feature = "websocket")]
+    if let Some(upgrade) = connection.upgrade.take() {
+        // The WebSocket takes the connection (its `101` first), and the
+        // bytes read past the request's head.
+        let Connection {
+            stream,
+            buf,
+            handle,
+            ..
+        } = connection;
+        return crate::websocket::serve(stream, buf, guard, upgrade, handle).await;
     }
     drop(connection);
     drop(guard);
@@ -292,6 +306,10 @@ struct Connection<S> {
     /// per request handed to the handler.
     #[cfg(feature = "metrics")]
     durations: ::metrics::Histogram,
+    /// The handler accepted a WebSocket upgrade (feature `websocket`):
+    /// `serve` writes its `101` and hands the connection over.
+    #[cfg(feature = "websocket")]
+    upgrade: Option<crate::websocket::Accepted>,
 }
 
 impl<S: Transport> Connection<S> {
@@ -367,7 +385,11 @@ impl<S: Transport> Connection<S> {
                 Called::Forced => None,
                 Called::Left => return Ok(()),
             };
-            let Some(response) = response else {
+            // `mut` for the WebSocket upgrade's check below (a second
+            // binding there would cost a copy of the response per request).
+            #[cfg_attr(not(feature = "websocket"), allow(unused_mut))]
+            let Some(mut response) = response
+            else {
                 // The hard deadline passed. Akka: "if user code does not
                 // reply with a response within the deadline we produce a
                 // special [...] terminationDeadlineExceededResponse HTTP
@@ -380,6 +402,19 @@ impl<S: Transport> Connection<S> {
                 self.durations.record(started.elapsed());
                 return Ok(());
             };
+            #[cfg(feature = "websocket")]
+            if response.status() == StatusCode::SWITCHING_PROTOCOLS {
+                if let Some(upgrade) = crate::websocket::accept(&mut response, &span, &self.control)
+                {
+                    // `serve` writes the `101` and hands the connection
+                    // over (no write here: no await point added to this
+                    // future's request path).
+                    #[cfg(feature = "metrics")]
+                    self.durations.record(started.elapsed());
+                    self.upgrade = Some(upgrade);
+                    return Ok(());
+                }
+            }
             let response = final_response(response, &span);
             span.record("status", response.status().as_u16());
             self.control.metrics().response(response.status());
@@ -1393,8 +1428,9 @@ impl<S: Transport> Departure<'_, S> {
 
 /// The handler's `response`, unless its status is informational (1xx):
 /// that is not a final response (no framing, and the client would wait
-/// for the real one; upgrades such as `101 Switching Protocols` are not
-/// supported), so it is logged and answered `500 Internal Server Error`.
+/// for the real one; a `101 Switching Protocols` is served only as a
+/// WebSocket's, from `WebSocketUpgrade::on_upgrade` with the feature
+/// `websocket`), so it is logged and answered `500 Internal Server Error`.
 fn final_response(response: Response<Body>, span: &tracing::Span) -> Response<Body> {
     let status = response.status();
     if !status.is_informational() {

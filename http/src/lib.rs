@@ -105,8 +105,9 @@
 //! polled on the workers, so awaiting an actor's `ask` or the scheduler's
 //! `sleep` in a handler works. What needs tokio, and why: `axum::serve`
 //! (its own accept loop on a tokio `TcpListener`: `bind_service` is what
-//! replaces it); `WebSocketUpgrade` (feature `ws`: tokio-tungstenite on
-//! tokio's I/O, after an HTTP/1.1 upgrade, which this server does not do);
+//! replaces it); axum's `WebSocketUpgrade` (feature `ws`: tokio-tungstenite
+//! on tokio's I/O and hyper's upgrade; use this crate's
+//! [WebSockets](#websockets) from a plain handler instead);
 //! `Sse::keep_alive` and timeout layers (tower's and tower-http's
 //! `TimeoutLayer` sleep on tokio's timer: use
 //! [`ServerSettings::request_timeout`]); any tokio call in a handler (see
@@ -114,6 +115,34 @@
 //! not give the peer's address to a service. Both body limits hold: the
 //! server's `max_body_bytes` before the Router is called, axum's
 //! `DefaultBodyLimit` (2 MB) in its extractors. Trailers are not sent.
+//!
+//! # WebSockets
+//!
+//! With the feature `websocket` (off by default), a handler accepts an
+//! RFC 6455 upgrade of an HTTP/1.1 request:
+//! `WebSocketUpgrade::from_request(&request)` checks it (its `Err` is the
+//! answer: 400, or 426 for another protocol version) and
+//! `WebSocketUpgrade::on_upgrade(callback)` is the `101 Switching
+//! Protocols` response; once it is written, the connection's task runs the
+//! callback's future with a `WebSocket`, a `Stream` and a `Sink` of
+//! `Message`s (text, binary, fragmented ones arriving whole, the client's
+//! `Close` last; pings are answered by the server), or hands the socket to
+//! an actor, one per connection (`WebSocketUpgrade::on_upgrade_actor`: the
+//! client's messages in its mailbox, the sending half in its state). The
+//! framing is tungstenite's (async-tungstenite over this crate's futures-io
+//! streams; decision 0033). Limits, each a builder method of
+//! `WebSocketUpgrade`: the largest message and frame (1 MiB each by
+//! default; beyond, Close 1009), a Ping after `ping_interval` (30 s)
+//! without a frame and Close 1001 after `idle_timeout` (75 s), and the
+//! messages buffered each way (16): a client that stops reading makes the
+//! handler's `send` wait instead of the server buffer without bound, and a
+//! handler that stops taking messages stops the socket's reading. A
+//! termination sends every open WebSocket a Close with 1001 (going away),
+//! waits for the client's Close until the hard deadline, then cuts;
+//! `HttpTerminated::websockets` counts the sockets it found open,
+//! `ServerMetrics::open_websockets` those open now. RFC 8441 (WebSockets
+//! over HTTP/2) is not supported: an HTTP/2 request to a WebSocket route
+//! is answered 400.
 //!
 //! **Calling tokio-based clients from a handler.** Handlers run on the
 //! engine's scheduler, not in a tokio runtime, and tokio's I/O and timers
@@ -182,6 +211,8 @@ mod service;
 mod terminate;
 #[cfg(feature = "tls")]
 mod tls;
+#[cfg(feature = "websocket")]
+mod websocket;
 mod wire;
 
 pub use crate::binding::{HandlerOutput, Http, ServerBinding, ServerSettings, Unbind};
@@ -193,6 +224,12 @@ pub use crate::terminate::{
 #[cfg(feature = "tls")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
 pub use crate::tls::{Tls, TlsError};
+#[cfg(feature = "websocket")]
+#[cfg_attr(docsrs, doc(cfg(feature = "websocket")))]
+pub use crate::websocket::{
+    CloseFrame, Message, WebSocket, WebSocketCloseCode, WebSocketClosed, WebSocketReceiver,
+    WebSocketSender, WebSocketUpgrade,
+};
 /// The `http` crate, whose `Request` and `Response` handlers take and return.
 pub use http;
 /// The rustls version [`Tls::from_config`] takes (feature `tls`).

@@ -59,6 +59,9 @@ struct ConnectionCounters {
     accepted: AtomicU64,
     open: AtomicUsize,
     idle_closed_by_termination: AtomicU64,
+    /// Open WebSockets (feature `websocket`): written by their connections'
+    /// tasks.
+    websockets: AtomicUsize,
 }
 
 #[derive(Debug)]
@@ -124,6 +127,27 @@ impl Metrics {
         // server's table under its lock, so whoever sees the table empty
         // (the termination, through that lock) also sees this decrement.
         self.connections.open.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// A connection became a WebSocket (feature `websocket`).
+    #[cfg(feature = "websocket")]
+    pub(crate) fn websocket_opened(&self) {
+        // Relaxed: a statistic (see the module doc).
+        self.connections.websockets.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A WebSocket's socket is closed (before its connection leaves the
+    /// server's table, as `connection_closed`).
+    #[cfg(feature = "websocket")]
+    pub(crate) fn websocket_closed(&self) {
+        // Relaxed: a statistic (see `connection_closed`).
+        self.connections.websockets.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// The WebSockets open now.
+    pub(crate) fn open_websockets(&self) -> usize {
+        // Relaxed: a statistic (see the module doc).
+        self.connections.websockets.load(Ordering::Relaxed)
     }
 
     /// A request is handed to the handler; the returned guard keeps it in
@@ -195,6 +219,7 @@ impl Metrics {
             // Relaxed: as above.
             connections_accepted: self.connections.accepted.load(Ordering::Relaxed),
             open_connections: self.connections.open.load(Ordering::Relaxed),
+            open_websockets: self.open_websockets(),
             in_flight_requests,
             requests,
             responses: ResponsesByClass {
@@ -350,6 +375,9 @@ pub struct ServerMetrics {
     pub connections_accepted: u64,
     /// Connections open now.
     pub open_connections: usize,
+    /// Connections upgraded to WebSockets and open (feature `websocket`;
+    /// counted in `open_connections` too).
+    pub open_websockets: usize,
     /// Requests handed to the handler whose handler has not answered yet.
     pub in_flight_requests: usize,
     /// Requests handed to the handler since the server was bound (not the

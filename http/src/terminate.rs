@@ -75,6 +75,11 @@ pub struct HttpTerminated {
     /// coordinated shutdown's `service-stop` phase forced the close), and
     /// closed by force.
     pub forced_connections: usize,
+    /// WebSockets open when the termination started (feature `websocket`;
+    /// 0 without it): each was sent a Close frame with 1001 (going away)
+    /// and closed when the client answered it, or at the hard deadline
+    /// (then counted in `forced_connections` too).
+    pub websockets: usize,
 }
 
 /// Why a termination could not be awaited to its end.
@@ -159,6 +164,7 @@ pub(crate) fn terminate(binding: &ServerBinding, hard_deadline: Duration) -> Htt
         // ServerBinding#whenTerminationSignalIssued Future is completed."
         server.request_unbind();
         wakers.into_iter().for_each(Waker::wake);
+        let websockets = server.metrics().open_websockets();
         // Registered connections see `terminating` from here on; new ones
         // are refused by `register`.
         for control in server.connections() {
@@ -209,7 +215,10 @@ pub(crate) fn terminate(binding: &ServerBinding, hard_deadline: Duration) -> Htt
             server.update_termination(|t| t.drain_over = true);
             poll_fn(|cx| server.poll_drained(cx)).await;
             poll_fn(|cx| server.poll_unbound(cx)).await;
-            finish.outcome = Some(HttpTerminated { forced_connections });
+            finish.outcome = Some(HttpTerminated {
+                forced_connections,
+                websockets,
+            });
             drop(finish);
         });
     }
