@@ -11,11 +11,13 @@
 # locked instructions executed in the example's binary (locked RMWs, xchg,
 # fences: perf/callgrind_atomics.py), which Ir counts like any other
 # instruction although each costs tens of cycles. The engine's examples run
-# on one worker, unpinned. Raw outputs in perf/out/callgrind.<example>.<N>.out.
+# on one worker, unpinned. Raw outputs in perf/out/callgrind.<example>.<N>.out
+# (OUT_DIR=dir: there instead). EXE=path runs that binary of the example
+# instead of building it (another commit's build, copied away: A/B runs).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-OUT=perf/out
+OUT="${OUT_DIR:-perf/out}"
 mkdir -p "$OUT"
 EX="${1:-actor_ping_pong}"
 N1="${2:-100000}"
@@ -23,8 +25,10 @@ N2="${3:-200000}"
 TARGET="${CARGO_TARGET_DIR:-target}"
 
 command -v valgrind >/dev/null || { echo "valgrind not found" >&2; exit 1; }
-CARGO_TARGET_DIR="$TARGET" cargo build --release -p proscenium --example "$EX" >&2
-EXE="$TARGET/release/examples/$EX"
+if [ -z "${EXE:-}" ]; then
+    CARGO_TARGET_DIR="$TARGET" cargo build --release -p proscenium --example "$EX" >&2
+    EXE="$TARGET/release/examples/$EX"
+fi
 
 total_ir() {
     local n="$1" out="$OUT/callgrind.$EX.$1.out"

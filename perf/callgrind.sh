@@ -19,7 +19,8 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-OUT=perf/out
+# OUT_DIR and EXE (a prebuilt ping_pong, no build): as perf/callgrind-engine.sh.
+OUT="${OUT_DIR:-perf/out}"
 mkdir -p "$OUT"
 N1="${1:-100000}"
 N2="${2:-200000}"
@@ -27,8 +28,10 @@ W="${3:-1}"
 TARGET="${CARGO_TARGET_DIR:-target}"
 
 command -v valgrind >/dev/null || { echo "valgrind not found" >&2; exit 1; }
-CARGO_TARGET_DIR="$TARGET" cargo build --release -p proscenium-scheduler --example ping_pong >&2
-EXE="$TARGET/release/examples/ping_pong"
+if [ -z "${EXE:-}" ]; then
+    CARGO_TARGET_DIR="$TARGET" cargo build --release -p proscenium-scheduler --example ping_pong >&2
+    EXE="$TARGET/release/examples/ping_pong"
+fi
 
 total_ir() {
     local n="$1" out="$OUT/callgrind.ping_pong.$1.out"

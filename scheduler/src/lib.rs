@@ -80,7 +80,7 @@
 // Under loom the park/unpark handshake, the LIFO slot, the task state
 // machine, a timer entry, the quiesce gate, the stall monitor's sleep
 // handshake, an I/O source's readiness word
-// (`scheduled_io`), `block_on` and the worker loop (with its queues
+// (`scheduled_io`), the submit gate (`submit_gate`), `block_on` and the worker loop (with its queues
 // replaced by a stand-in, see `deque`) compile (see
 // `sync`). Their items are `pub` for the `__loom` re-export below, which
 // exists only under loom; otherwise they are crate-internal.
@@ -120,6 +120,8 @@ mod reactor;
 mod runnable;
 #[cfg_attr(not(loom), allow(unreachable_pub))]
 mod scheduler;
+#[cfg_attr(not(loom), allow(unreachable_pub))]
+mod submit_gate;
 #[cfg(not(loom))]
 mod task;
 #[cfg(not(loom))]
@@ -160,6 +162,7 @@ pub mod __loom {
         WRITABLE, WRITE_CLOSED,
     };
     pub use crate::scheduler::SubmitError;
+    pub use crate::submit_gate::{Admitted, SubmitGate};
     pub use crate::task_state::{JoinState, TaskState};
     pub use crate::timer_entry::{Fired, TimerEntry};
     pub use crate::timer_intake::{Pushed, TimerIntake};

@@ -60,7 +60,8 @@ impl ModelPool {
     }
 
     /// `Scheduler::quiesce` without its reactor, timer thread and
-    /// deadline: closes the pool to external submissions, waits until
+    /// deadline: closes the pool to external submissions (waiting for the
+    /// ones it admitted to push, `Shared::close`), waits until
     /// every worker parked with no shared work queued, and tells the
     /// workers to stop. The caller then joins the workers (adding what each
     /// reports left) and calls [`drop_shared_queues`](Self::drop_shared_queues).

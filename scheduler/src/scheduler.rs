@@ -22,9 +22,10 @@ use crate::quiesce::QuiesceGate;
 #[cfg(not(loom))]
 use crate::reactor::Reactor;
 use crate::runnable::Runnable;
+use crate::submit_gate::SubmitGate;
 #[cfg(not(loom))]
 use crate::sync::thread;
-use crate::sync::{Arc, AtomicBool, AtomicUsize, Ordering};
+use crate::sync::{Arc, AtomicUsize, Ordering};
 #[cfg(not(loom))]
 use crate::timer::{TimerShared, TimerThread};
 use crate::worker;
@@ -32,6 +33,9 @@ use crossbeam_utils::CachePadded;
 use std::fmt;
 #[cfg(not(loom))]
 use std::time::Instant;
+
+#[cfg(all(test, not(loom)))]
+mod tests;
 
 /// A submission, as the queues hold it.
 pub(crate) type Job = Arc<dyn Runnable>;
@@ -64,9 +68,10 @@ pub(crate) struct Shared {
     /// One per worker, by index; each written only by its worker.
     pub(crate) counters: Box<[CachePadded<Counters>]>,
     pub(crate) throughput: u32,
-    /// Set once by quiesce; read by external submitters, which are then
-    /// refused.
-    pub(crate) closed: CachePadded<AtomicBool>,
+    /// Admits submits from outside the workers until a quiesce closes it;
+    /// the close waits for the admitted ones to finish their push (see
+    /// `submit_gate.rs`).
+    pub(crate) submits: SubmitGate,
     /// Where a quiesce waits for the workers to park (see `quiesce.rs`).
     pub(crate) quiesce: QuiesceGate,
     #[cfg(not(loom))]
@@ -142,14 +147,20 @@ impl Shared {
         self.timers.wake_monitor();
     }
 
-    /// Submits from outside the workers of this scheduler.
+    /// Submits from outside the workers of this scheduler: admitted by the
+    /// gate (refused, the runnable handed back, once a quiesce closed it),
+    /// pushed, and the gate told the push is done before the wake-up.
     fn submit_external(&self, job: Job) -> Result<(), SubmitError> {
-        // Acquire: pairs with the SeqCst store in `quiesce`; a refused
-        // submitter hands the runnable back.
-        if self.closed.load(Ordering::Acquire) {
+        let Some(admitted) = self.submits.enter() else {
             return Err(SubmitError(job));
-        }
+        };
+        #[cfg(all(test, not(loom)))]
+        tests::pause_if_asked();
         self.injector.push(job);
+        // The push is done: a close waiting for this submit may go on (and
+        // its drain sees the runnable). The wake-up needs no admission: the
+        // handshake with a parking worker does not depend on the gate.
+        drop(admitted);
         self.idle.notify_one();
         Ok(())
     }
@@ -171,10 +182,20 @@ impl Shared {
     pub(crate) fn submit_urgent(self: &Arc<Self>, job: Job) -> Result<(), SubmitError> {
         let on_worker =
             worker::with_current(|local| local.is_some_and(|l| Arc::ptr_eq(&l.shared, self)));
-        // Acquire: pairs with the SeqCst store in `quiesce`, as in
-        // `submit_external`.
-        if !on_worker && self.closed.load(Ordering::Acquire) {
-            return Err(SubmitError(job));
+        // From outside, admitted by the gate as in `submit_external`; a
+        // worker's own submit is not (the quiesce joins the workers before
+        // it drops the shared queues).
+        let admitted = if on_worker {
+            None
+        } else {
+            match self.submits.enter() {
+                Some(admitted) => Some(admitted),
+                None => return Err(SubmitError(job)),
+            }
+        };
+        #[cfg(all(test, not(loom)))]
+        if !on_worker {
+            tests::pause_if_asked();
         }
         self.urgent.push(job);
         // Relaxed: a hint only; the job itself is handed over by the
@@ -182,6 +203,7 @@ impl Shared {
         // increment finds the job in its next run's check, in a search, or
         // through `has_shared_work` before it parks.
         self.urgent_hint.fetch_add(1, Ordering::Relaxed);
+        drop(admitted);
         self.idle.notify_one();
         Ok(())
     }
@@ -206,19 +228,18 @@ impl Shared {
             idle: Idle::new(workers),
             counters: (0..workers).map(|_| CachePadded::default()).collect(),
             throughput,
-            closed: CachePadded::new(AtomicBool::new(false)),
+            submits: SubmitGate::new(),
             quiesce: QuiesceGate::new(),
         });
         (shared, deques)
     }
 
     /// The start of a quiesce: external submissions are refused from now
-    /// on (a submit that read the flag before this store is accepted).
+    /// on, and the ones admitted before have pushed when this returns (it
+    /// waits for them: `SubmitGate::close`), so the quiesce's emptiness
+    /// checks and its drop of the shared queues see every accepted one.
     pub(crate) fn close(&self) {
-        // SeqCst: orders the refusal of external submissions before the
-        // emptiness checks of the quiesce (pairs with the Acquire in
-        // `submit_external` and `submit_urgent`).
-        self.closed.store(true, Ordering::SeqCst);
+        self.submits.close();
     }
 
     /// Whether every worker is parked and no queue other workers can take
@@ -312,7 +333,9 @@ impl Handle {
     /// lock.
     ///
     /// Refused (the runnable is handed back) from outside the workers once
-    /// [`Scheduler::quiesce`] has started.
+    /// [`Scheduler::quiesce`] has started. Accepted, it runs, or a quiesce
+    /// counts it in [`QuiesceReport::runnables_left`]: the quiesce waits
+    /// for the submits it did not refuse to finish their push.
     ///
     /// Hidden from the docs: the engine's plumbing, not part of the API an
     /// application uses (`proscenium::Handle` is this type); it may change
@@ -330,7 +353,8 @@ impl Handle {
     /// are taken one at a time from one shared queue.
     ///
     /// Refused (the runnable is handed back) from outside the workers once
-    /// [`Scheduler::quiesce`] has started.
+    /// [`Scheduler::quiesce`] has started; accepted, it runs or is counted,
+    /// as with [`submit`](Self::submit).
     ///
     /// Hidden from the docs: the engine's plumbing, not part of the API an
     /// application uses (`proscenium::Handle` is this type); it may change
@@ -353,8 +377,7 @@ impl Handle {
     /// Whether the scheduler refuses external submissions (it is quiescing
     /// or shut down).
     pub fn is_closed(&self) -> bool {
-        // Acquire: pairs with the SeqCst store in `quiesce`.
-        self.shared.closed.load(Ordering::Acquire)
+        self.shared.submits.is_closed()
     }
 
     /// Whether the workers have been told to stop (the last step of a
@@ -410,7 +433,8 @@ pub struct QuiesceReport {
     /// deadline.
     pub drained: bool,
     /// Runnables still queued when the workers stopped (they were dropped;
-    /// a dropped future task completes its join handle as cancelled).
+    /// a dropped future task completes its join handle as cancelled). With
+    /// the runs, this accounts for every submission that was accepted.
     pub runnables_left: usize,
     /// Timers neither fired nor cancelled (dropped without firing).
     pub timers_pending: usize,
@@ -473,7 +497,7 @@ impl Scheduler {
             idle: Idle::with_driver_wake(workers, move |worker| driver.unpark_driver(worker)),
             counters: (0..workers).map(|_| CachePadded::default()).collect(),
             throughput: config.throughput,
-            closed: CachePadded::new(AtomicBool::new(false)),
+            submits: SubmitGate::new(),
             quiesce: QuiesceGate::new(),
             timers: Arc::new(TimerShared::new()),
             reactor,
@@ -550,7 +574,8 @@ impl Scheduler {
 
     /// Shuts down the I/O reactor (pending and later I/O on this
     /// scheduler's sockets fails with an error "scheduler shut down"),
-    /// stops taking external submissions and timers, runs until every queue
+    /// stops taking external submissions (after those already accepted on
+    /// other threads have pushed) and timers, runs until every queue
     /// is empty and every worker parked or until `deadline`, then stops and
     /// joins every worker thread and reports what was left.
     ///

@@ -10,7 +10,8 @@
 //! and join state (`task_state`), a timer entry (`timer_entry`), the timer
 //! intake (`timer_intake`), the quiesce gate (`quiesce`), the stall
 //! monitor's sleep handshake (`monitor_sleep`), an I/O source's readiness
-//! word (`scheduled_io`), `block_on`, and the worker loop with `Shared`
+//! word (`scheduled_io`), the submit gate (`submit_gate`), `block_on`, and
+//! the worker loop with `Shared`
 //! compile, the last two on a stand-in for crossbeam-deque (`deque`),
 //! which is not loom-aware (see docs/decisions/0014-loom-scheduler.md,
 //! 0018-loom-worker-loop.md and 0026-loom-issue-28.md); the reactor, the
