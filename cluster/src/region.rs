@@ -243,6 +243,9 @@ pub(crate) struct RegionActor<A: Actor> {
     leaving: bool,
     /// Entities stopped by `unhost`, not yet terminated, and their shard.
     stopping: HashMap<ActorId, u32>,
+    /// How many of `stopping` each shard has (a hand-off of many entities
+    /// checks its shard once per termination: a count, not a scan).
+    stopping_in: HashMap<u32, usize>,
     /// Shards handed off (a rebalance, or leaving): to free (a
     /// compare-and-set delete of their record at this revision) once their
     /// entities here have terminated; the deletes under way; who waits
@@ -280,6 +283,7 @@ where
             peers: HashMap::new(),
             leaving: false,
             stopping: HashMap::new(),
+            stopping_in: HashMap::new(),
             freeing: HashMap::new(),
             deleting: Vec::new(),
             hand_off_done: None,
@@ -546,7 +550,9 @@ where
         for (id, e) in h.entities {
             let actor = e.actor.id();
             self.by_actor.remove(&actor);
-            self.stopping.insert(actor.clone(), shard);
+            if self.stopping.insert(actor.clone(), shard).is_none() {
+                *self.stopping_in.entry(shard).or_default() += 1;
+            }
             ctx.stop(&actor);
             if let Some(w) = e.passivating {
                 waiting.extend(w.into_iter().map(|m| (id.clone(), m)));
@@ -749,7 +755,7 @@ where
     /// its record deleted (compare-and-set at the revision it was handed
     /// off or allocated at).
     fn free_if_stopped(&mut self, shard: u32) {
-        if self.stopping.values().any(|s| *s == shard) {
+        if self.stopping_in.get(&shard).is_some_and(|n| *n > 0) {
             return;
         }
         if let Some(rev) = self.freeing.remove(&shard) {
@@ -925,6 +931,12 @@ where
 
     fn on_terminated(&mut self, ctx: &mut Context<Self>, who: ActorId) -> Outcome {
         if let Some(shard) = self.stopping.remove(&who) {
+            if let Some(n) = self.stopping_in.get_mut(&shard) {
+                *n -= 1;
+                if *n == 0 {
+                    self.stopping_in.remove(&shard);
+                }
+            }
             self.free_if_stopped(shard);
             self.free_ready();
         }

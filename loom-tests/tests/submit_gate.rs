@@ -54,11 +54,10 @@ fn close_against(submitters: usize) {
                 let Some(admitted) = gate.enter() else {
                     return false;
                 };
-                // SAFETY: each submitter writes only its own cell, and the
-                // closing thread reads it only after `close`, which waits
-                // for this admission to be dropped (what the model checks:
-                // loom reports a write that does not happen before the
-                // read).
+                // The model checks this: loom reports a write that does not
+                // happen before the closing thread's read.
+                // SAFETY: each submitter writes only its own cell; it is read
+                // only after `close`, which waits for this admission's drop.
                 cells[i].with_mut(|p| unsafe { *p = true });
                 drop(admitted);
                 true

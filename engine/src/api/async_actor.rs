@@ -176,12 +176,13 @@ impl<A: AsyncActor> Deref for AsyncContext<A> {
     type Target = Context<Async<A>>;
 
     fn deref(&self) -> &Context<Async<A>> {
-        // SAFETY: `CURRENT` holds the `&mut Context` of the adapter that is
-        // polling this actor's future or calling its hook on this thread
-        // (set by `Entered`, cleared when the call returns or unwinds), of
-        // this actor's type (checked); the adapter does not touch it while
-        // the call runs, and this borrow ends before the call returns
-        // (it borrows `self`, which the call borrows).
+        // `CURRENT` holds the `&mut Context` of the adapter polling this
+        // actor's future (or calling its hook) on this thread, set by
+        // `Entered` and cleared when the call returns or unwinds; its type
+        // is checked by `current`.
+        // SAFETY: the adapter does not touch the context while the call
+        // runs, and this borrow (of `self`, which the call borrows) ends
+        // before it returns.
         unsafe { Self::current().as_ref() }
     }
 }
@@ -309,11 +310,11 @@ impl<A: AsyncActor> Async<A> {
     fn start(&mut self, msg: A::Msg, ctx: &mut Context<Async<A>>) {
         debug_assert!(self.running.is_none());
         let _entered = Entered::new(ctx);
-        // SAFETY: the reference lives as long as the future (`'static` by
-        // erasure): the future is dropped before `state` is used again
-        // (every other use goes through `state()`, reached only with
-        // `running` `None`) or freed (`Drop` drops it first), and `*state`
-        // does not move (it is its own allocation).
+        // The reference is `'static` by erasure; it lives as long as the
+        // future, which is dropped before `state` is used again (every
+        // other use goes through `state()`, reached only with `running`
+        // `None`) or freed (`Drop` drops the future first).
+        // SAFETY: as above; and `*state` does not move (its own allocation).
         let state: &'static mut A = unsafe { &mut *self.state.as_ptr() };
         self.running = Some(Box::pin(state.handle(AsyncContext::handle(), msg)));
     }
