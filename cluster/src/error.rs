@@ -36,6 +36,14 @@ pub enum ClusterError {
     /// The remote layer refused (exposing the region).
     #[error(transparent)]
     Remote(#[from] proscenium_remote::RemoteError),
+    /// A region has this many reliable messages unconfirmed (its
+    /// `buffer-size`): the message was not sent. Try again once some are
+    /// confirmed.
+    #[error("{limit} reliable messages are unconfirmed: not sent")]
+    ReliableFull {
+        /// The region's limit.
+        limit: usize,
+    },
     /// The node has left the cluster.
     #[error("the node has left the cluster")]
     Left,

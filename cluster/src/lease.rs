@@ -47,6 +47,10 @@ pub(crate) struct LeaseState {
     /// Leaving (coordinated shutdown): the next renewal says so, and the
     /// lease is deleted at the end.
     leaving: AtomicBool,
+    /// Leaving: every region's hand-off ended (its entities terminated,
+    /// its shards freed). Only then is the lease deleted on leaving;
+    /// otherwise it is left to expire.
+    handed_off: AtomicBool,
     /// Wakes whoever waits for a change (registration, fence).
     pub(crate) changed: Notify,
     listeners: Listeners,
@@ -59,6 +63,7 @@ impl LeaseState {
             inc: Mutex::new(0),
             deadline: Mutex::new(None),
             leaving: AtomicBool::new(false),
+            handed_off: AtomicBool::new(false),
             changed: Notify::new(),
             listeners: Listeners::default(),
         })
@@ -89,6 +94,17 @@ impl LeaseState {
     pub(crate) fn set_leaving(&self) {
         // Relaxed: read by the lease task at its next renewal.
         self.leaving.store(true, Ordering::Relaxed);
+    }
+
+    pub(crate) fn set_handed_off(&self) {
+        // Release: pairs with the Acquire in `is_handed_off` (the lease
+        // task, after the phase that sets it).
+        self.handed_off.store(true, Ordering::Release);
+    }
+
+    pub(crate) fn is_handed_off(&self) -> bool {
+        // Acquire: pairs with the Release in `set_handed_off`.
+        self.handed_off.load(Ordering::Acquire)
     }
 
     pub(crate) fn is_leaving(&self) -> bool {
@@ -139,6 +155,14 @@ impl Timing {
     fn deadline(&self, sent: Instant) -> Instant {
         sent + (self.timeout - self.margin)
     }
+}
+
+/// 64 random bits (see `random_inc`).
+pub(crate) fn random_u64() -> u64 {
+    // Truncation wanted: the low half of 128 random bits.
+    #[allow(clippy::cast_possible_truncation)]
+    let r = random_inc() as u64;
+    r
 }
 
 fn random_inc() -> u128 {
@@ -264,6 +288,15 @@ pub(crate) async fn run(
         if left {
             let _ = announced_leaving;
             state.fence("it left the cluster", &node);
+            if !state.is_handed_off() {
+                // An entity may still run (its hand-off timed out): the
+                // others take its shards only once the lease has expired.
+                tracing::warn!(
+                    node = %node,
+                    "cluster: left before every shard was handed off: the lease is left to expire"
+                );
+                return;
+            }
             if let Err(e) = store.delete_expect_revision(&key, Some(rev)).await {
                 tracing::warn!(node = %node, error = %e, "cluster: deleting the lease on leaving");
             }

@@ -64,6 +64,7 @@ mod coordinator;
 mod error;
 mod lease;
 mod region;
+mod reliable;
 mod settings;
 mod shard;
 mod store;
@@ -82,6 +83,7 @@ use tokio::sync::Notify;
 pub use crate::coordinator::{LeastShardStrategy, NodeShards, ShardAllocationStrategy};
 pub use crate::error::ClusterError;
 pub use crate::region::{EntityInfo, EntityRef, HeldOverflow, Region};
+pub use crate::reliable::ReliableEntityRef;
 
 /// A cluster singleton, as this node sees it ([`Cluster::start_singleton`]).
 /// Cheap to clone.
@@ -316,18 +318,50 @@ impl Cluster {
         A::Msg: Serialize + DeserializeOwned + Send + 'static,
         F: Fn(&EntityInfo) -> Props<A> + Send + Sync + 'static,
     {
+        self.start_region_with_options(
+            entity_type,
+            RegionOptions::new().strategy(strategy),
+            factory,
+        )
+    }
+
+    /// [`start_region`](Self::start_region) with [`RegionOptions`]: the
+    /// rebalance strategy, and the message an entity is sent to stop on a
+    /// hand-off.
+    #[track_caller]
+    pub fn start_region_with_options<A, F>(
+        &self,
+        entity_type: &str,
+        options: RegionOptions<A::Msg>,
+        factory: F,
+    ) -> Result<Region<A::Msg>, ClusterError>
+    where
+        A: Actor,
+        A::Msg: Serialize + DeserializeOwned + Send + 'static,
+        F: Fn(&EntityInfo) -> Props<A> + Send + Sync + 'static,
+    {
         proscenium_scheduler::assert_not_on_worker("Cluster::start_region");
         crate::error::check_name(entity_type)?;
         let coord_type = format!("coord-{entity_type}");
         crate::error::check_name(&coord_type)
             .map_err(|_| ClusterError::BadName(entity_type.to_owned()))?;
-        let region = self.region(entity_type, self.core.settings.shards, None, factory)?;
+        let RegionOptions {
+            strategy,
+            stop_message,
+        } = options;
+        let region = self.region(
+            entity_type,
+            self.core.settings.shards,
+            None,
+            stop_message,
+            factory,
+        )?;
         let (core, ty) = (Arc::clone(&self.core), Arc::<str>::from(entity_type));
-        let strategy: Arc<dyn ShardAllocationStrategy> = Arc::new(strategy);
         self.region(
             &coord_type,
             1,
             Some(entity_type.to_owned()),
+            None,
             move |_: &EntityInfo| {
                 let (core, ty, strategy) =
                     (Arc::clone(&core), Arc::clone(&ty), Arc::clone(&strategy));
@@ -369,7 +403,7 @@ impl Cluster {
         let entity_type = format!("singleton-{name}");
         crate::error::check_name(&entity_type)
             .map_err(|_| ClusterError::BadName(name.to_owned()))?;
-        let region = self.region(&entity_type, 1, Some(name.to_owned()), factory)?;
+        let region = self.region(&entity_type, 1, Some(name.to_owned()), None, factory)?;
         Ok(Singleton {
             proxy: region.entity_ref(name),
             region,
@@ -381,6 +415,7 @@ impl Cluster {
         entity_type: &str,
         shards: u32,
         singleton: Option<String>,
+        stop_message: Option<region::StopMessage<A::Msg>>,
         factory: F,
     ) -> Result<Region<A::Msg>, ClusterError>
     where
@@ -402,9 +437,17 @@ impl Cluster {
         let ty: Arc<str> = entity_type.into();
         let factory: region::Factory<A> = Arc::new(factory);
         let (t, c) = (Arc::clone(&ty), Arc::clone(core));
+        let unconfirmed = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let u = Arc::clone(&unconfirmed);
         let props = Props::new(move || {
-            let region =
-                RegionActor::<A>::new(Arc::clone(&t), shards, Arc::clone(&c), Arc::clone(&factory));
+            let mut region = RegionActor::<A>::new(
+                Arc::clone(&t),
+                shards,
+                Arc::clone(&c),
+                Arc::clone(&factory),
+                Arc::clone(&u),
+            );
+            region.stop_message.clone_from(&stop_message);
             match &singleton {
                 Some(id) => region.singleton(id.clone()),
                 None => region,
@@ -432,6 +475,8 @@ impl Cluster {
         Ok(Region {
             actor,
             entity_type: ty,
+            unconfirmed,
+            limit: core.settings.buffer_size,
         })
     }
 
@@ -463,10 +508,16 @@ impl Cluster {
                         rx
                     })
                     .collect();
+                let lease = Arc::clone(&core.lease);
                 async move {
                     for rx in handing {
                         let _ = rx.await;
                     }
+                    // Every shard freed, every entity terminated: the
+                    // lease may be deleted on leaving. Not set if the phase
+                    // times out first: then the lease is left to expire,
+                    // so nobody takes a shard whose entity may still run.
+                    lease.set_handed_off();
                     Ok::<(), TaskError>(())
                 }
             },
@@ -488,6 +539,77 @@ impl Cluster {
             }
         })?;
         Ok(())
+    }
+}
+
+/// How a region runs, beyond the cluster's settings: for
+/// [`Cluster::start_region_with_options`].
+///
+/// ```
+/// use proscenium_cluster::{LeastShardStrategy, RegionOptions};
+///
+/// #[derive(Debug, serde::Serialize, serde::Deserialize)]
+/// enum Cmd {
+///     Add(u64),
+///     /// Saves and stops: what the entity is sent on a hand-off.
+///     Stop,
+/// }
+///
+/// let options = RegionOptions::new()
+///     .strategy(LeastShardStrategy {
+///         absolute_limit: 10,
+///         relative_limit: 0.1,
+///     })
+///     .hand_off_stop_message(|| Cmd::Stop);
+/// # let _ = options;
+/// ```
+pub struct RegionOptions<M> {
+    strategy: Arc<dyn ShardAllocationStrategy>,
+    stop_message: Option<region::StopMessage<M>>,
+}
+
+impl<M> Default for RegionOptions<M> {
+    fn default() -> Self {
+        RegionOptions::new()
+    }
+}
+
+impl<M> std::fmt::Debug for RegionOptions<M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegionOptions")
+            .field("stop_message", &self.stop_message.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<M> RegionOptions<M> {
+    /// [`LeastShardStrategy`]'s defaults, and a PoisonPill on a hand-off.
+    pub fn new() -> RegionOptions<M> {
+        RegionOptions {
+            strategy: Arc::new(LeastShardStrategy::default()),
+            stop_message: None,
+        }
+    }
+
+    /// The rebalance strategy (every node should pass the same: the
+    /// coordinator runs the one of its node).
+    pub fn strategy(mut self, strategy: impl ShardAllocationStrategy) -> RegionOptions<M> {
+        self.strategy = Arc::new(strategy);
+        self
+    }
+
+    /// The message an entity is sent to stop on a hand-off (a rebalance,
+    /// or its node's leave), instead of a PoisonPill: it comes after what
+    /// the entity was sent before, and the entity should stop itself on
+    /// it (within [`handoff_timeout`](ClusterSettings::handoff_timeout),
+    /// after which it is stopped anyway). Akka's
+    /// `handOffStopMessage`.
+    pub fn hand_off_stop_message(
+        mut self,
+        make: impl Fn() -> M + Send + Sync + 'static,
+    ) -> RegionOptions<M> {
+        self.stop_message = Some(Arc::new(make));
+        self
     }
 }
 

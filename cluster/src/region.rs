@@ -38,6 +38,8 @@
 //! the region, and once it has stopped they start its next incarnation.
 
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::marker::PhantomData;
+use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -47,10 +49,20 @@ use proscenium_remote::{RemoteRef, RemoteReply};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use crate::reliable::{Dedup, Producer, ReliableEntityRef, Seq, Verdict};
 use crate::shard::shard_of;
-use crate::store::{encode, lease_key, shard_key, ShardRecord};
+use crate::store::{dedup_key, encode, lease_key, shard_key, ShardRecord};
 use crate::view::Owner;
 use crate::Core;
+
+/// Reliable delivery: a producer not heard from at a shard for this long
+/// is not handed on to the shard's next owner (its messages would be
+/// resent within `reliable-resend-after`, long before).
+const DEDUP_KEEP: Duration = Duration::from_secs(600);
+
+/// Reliable delivery: the most messages per entity sent again at once
+/// (from its first unconfirmed one).
+const RESEND_BATCH: usize = 1024;
 
 /// How many times a message may be forwarded between regions before it
 /// is held where it is (until the view settles).
@@ -76,32 +88,73 @@ pub struct EntityInfo {
 
 /// The message of a region between nodes.
 #[derive(Serialize, Deserialize)]
-pub(crate) struct Wire<M> {
-    id: String,
-    msg: M,
-    hops: u8,
+pub(crate) enum Wire<M> {
+    /// A message for an entity (`seq`: a reliable one's number).
+    Send {
+        id: String,
+        msg: M,
+        hops: u8,
+        seq: Option<Seq>,
+    },
+    /// Reliable delivery: entity `id` has everything of `producer` up to
+    /// `upto`.
+    Confirm {
+        producer: u64,
+        id: String,
+        upto: u64,
+    },
 }
 
 /// What a region is told.
 pub(crate) enum RegionCmd<M> {
     /// A message for an entity.
-    Send { id: String, msg: M, hops: u8 },
+    Send {
+        id: String,
+        msg: M,
+        hops: u8,
+        seq: Option<Seq>,
+    },
+    /// A reliable message from this node: numbered and kept here until
+    /// confirmed.
+    SendReliable {
+        id: String,
+        msg: M,
+        clone: fn(&M) -> M,
+    },
+    /// Reliable delivery: see [`Wire::Confirm`].
+    Confirm {
+        producer: u64,
+        id: String,
+        upto: u64,
+    },
+    /// The confirmations gathered in this turn go out.
+    FlushConfirms,
     /// The view or this node's lease changed, or the periodic look.
     Recheck,
     /// An allocation of the shard was tried.
     Allocated(u32),
     /// The node leaves: stop the hosted entities and free their shards.
     HandOffAll(tokio::sync::oneshot::Sender<()>),
+    /// A hand-off of the shard has run for `handoff-timeout`: what of its
+    /// entities still runs is stopped at once.
+    HandOffTimeout(u32),
 }
 
 impl<M> From<Wire<M>> for RegionCmd<M> {
     fn from(w: Wire<M>) -> Self {
-        RegionCmd::Send {
-            id: w.id,
-            msg: w.msg,
-            hops: w.hops,
+        match w {
+            Wire::Send { id, msg, hops, seq } => RegionCmd::Send { id, msg, hops, seq },
+            Wire::Confirm { producer, id, upto } => RegionCmd::Confirm { producer, id, upto },
         }
     }
+}
+
+/// A message on its way to an entity.
+struct Pending<M> {
+    id: String,
+    msg: M,
+    hops: u8,
+    seq: Option<Seq>,
 }
 
 /// A region of one entity type on this node: hands out [`EntityRef`]s.
@@ -109,6 +162,10 @@ impl<M> From<Wire<M>> for RegionCmd<M> {
 pub struct Region<M: Send + 'static> {
     pub(crate) actor: ActorRef<RegionCmd<M>>,
     pub(crate) entity_type: Arc<str>,
+    /// Reliable messages not yet confirmed (the region's producer keeps
+    /// them), and the most it may keep.
+    pub(crate) unconfirmed: Arc<AtomicUsize>,
+    pub(crate) limit: usize,
 }
 
 impl<M: Send + 'static> Clone for Region<M> {
@@ -116,6 +173,8 @@ impl<M: Send + 'static> Clone for Region<M> {
         Region {
             actor: self.actor.clone(),
             entity_type: Arc::clone(&self.entity_type),
+            unconfirmed: Arc::clone(&self.unconfirmed),
+            limit: self.limit,
         }
     }
 }
@@ -140,6 +199,30 @@ impl<M: Send + 'static> Region<M> {
             region: self.actor.clone(),
             id: id.into().into(),
         }
+    }
+
+    /// A reference to entity `id` with reliable delivery: at least once
+    /// across moves, exactly once and in order across a graceful move (see
+    /// [`ReliableEntityRef`]). Its messages are kept (cloned) until
+    /// confirmed.
+    pub fn reliable_entity_ref(&self, id: impl Into<String>) -> ReliableEntityRef<M>
+    where
+        M: Clone,
+    {
+        ReliableEntityRef {
+            region: self.actor.clone(),
+            id: id.into().into(),
+            unconfirmed: Arc::clone(&self.unconfirmed),
+            limit: self.limit,
+            _m: PhantomData,
+        }
+    }
+
+    /// Reliable messages sent through this region's reliable refs and not
+    /// yet confirmed.
+    pub fn unconfirmed(&self) -> usize {
+        // Relaxed: a statistic (see ReliableEntityRef::tell).
+        self.unconfirmed.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 
@@ -182,6 +265,7 @@ impl<M: Serialize + DeserializeOwned + Send + 'static> EntityRef<M> {
             id: self.id.to_string(),
             msg,
             hops: 0,
+            seq: None,
         });
     }
 
@@ -202,6 +286,7 @@ impl<M: Serialize + DeserializeOwned + Send + 'static> EntityRef<M> {
                 id,
                 msg: make(RemoteReply::from(reply)),
                 hops: 0,
+                seq: None,
             },
             timeout,
         )
@@ -213,6 +298,8 @@ struct Hosted<M: Send + 'static> {
     inc: u128,
     token: u64,
     entities: HashMap<String, Entity<M>>,
+    /// Reliable delivery: what each entity of the shard was handed.
+    dedup: Dedup,
 }
 
 /// A running entity.
@@ -221,11 +308,16 @@ struct Entity<M: Send + 'static> {
     /// When it was last sent a message.
     last: Instant,
     /// Sent its PoisonPill: what comes for it waits here for its next
-    /// incarnation.
-    passivating: Option<VecDeque<M>>,
+    /// incarnation (a reliable message not yet handed over: its number
+    /// with it).
+    passivating: Option<VecDeque<(M, Option<Seq>)>>,
 }
 
 pub(crate) type Factory<A> = Arc<dyn Fn(&EntityInfo) -> Props<A> + Send + Sync>;
+
+/// The message an entity is sent to stop on a hand-off (instead of a
+/// PoisonPill).
+pub(crate) type StopMessage<M> = Arc<dyn Fn() -> M + Send + Sync>;
 
 pub(crate) struct RegionActor<A: Actor> {
     pub(crate) entity_type: Arc<str>,
@@ -235,7 +327,7 @@ pub(crate) struct RegionActor<A: Actor> {
     hosted: HashMap<u32, Hosted<A::Msg>>,
     /// Entity actors to their shard and id.
     by_actor: HashMap<ActorId, (u32, String)>,
-    held: HashMap<u32, VecDeque<(String, A::Msg, u8)>>,
+    held: HashMap<u32, VecDeque<Pending<A::Msg>>>,
     held_count: usize,
     allocating: HashSet<u32>,
     peers: HashMap<String, RemoteRef<Wire<A::Msg>>>,
@@ -257,6 +349,16 @@ pub(crate) struct RegionActor<A: Actor> {
     /// wherever the shard is, started without waiting for a message, and
     /// is never passivated.
     pub(crate) eager: Option<String>,
+    /// Sent to an entity on a hand-off (default: a PoisonPill).
+    pub(crate) stop_message: Option<StopMessage<A::Msg>>,
+    /// Reliable delivery: this region's sending side; the confirmations
+    /// gathered this turn ((node, producer, entity) -> upto), and whether
+    /// their flush is asked for; the dedup state of shards being handed
+    /// off, written to the bucket before their record is freed.
+    producer: Producer<A::Msg>,
+    confirms: HashMap<(String, u64, String), u64>,
+    confirms_due: bool,
+    freeing_dedup: HashMap<u32, Dedup>,
 }
 
 impl<A> RegionActor<A>
@@ -269,7 +371,9 @@ where
         shards: u32,
         core: Arc<Core>,
         factory: Factory<A>,
+        unconfirmed: Arc<AtomicUsize>,
     ) -> Self {
+        let producer = Producer::new(core.node.clone(), unconfirmed);
         RegionActor {
             entity_type,
             shards,
@@ -288,6 +392,11 @@ where
             deleting: Vec::new(),
             hand_off_done: None,
             eager: None,
+            stop_message: None,
+            producer,
+            confirms: HashMap::new(),
+            confirms_due: false,
+            freeing_dedup: HashMap::new(),
         }
     }
 
@@ -322,7 +431,7 @@ where
                         .get(&0)
                         .is_some_and(|h| h.inc != inc || h.token != token)
                     {
-                        self.unhost(ctx, 0);
+                        self.unhost(ctx, 0, false);
                     }
                     self.spawn_entity(ctx, 0, inc, token, &id);
                 }
@@ -334,13 +443,13 @@ where
 
     /// Routes a message; behind the messages held for its shard, if any
     /// (per-sender order: a message never overtakes one held before it).
-    fn route(&mut self, ctx: &mut Context<Self>, id: String, msg: A::Msg, hops: u8) {
-        let shard = shard_of(&id, self.shards);
+    fn route(&mut self, ctx: &mut Context<Self>, p: Pending<A::Msg>) {
+        let shard = shard_of(&p.id, self.shards);
         if self.held.contains_key(&shard) {
-            self.hold(shard, id, msg, hops);
+            self.hold(shard, p);
             self.flush(ctx, shard);
         } else {
-            self.route_now(ctx, shard, id, msg, hops);
+            self.route_now(ctx, shard, p);
         }
     }
 
@@ -362,20 +471,13 @@ where
         }
         if let Some(queue) = self.held.remove(&shard) {
             self.held_count -= queue.len();
-            for (id, msg, hops) in queue {
-                self.route_now(ctx, shard, id, msg, hops);
+            for p in queue {
+                self.route_now(ctx, shard, p);
             }
         }
     }
 
-    fn route_now(
-        &mut self,
-        ctx: &mut Context<Self>,
-        shard: u32,
-        id: String,
-        msg: A::Msg,
-        hops: u8,
-    ) {
+    fn route_now(&mut self, ctx: &mut Context<Self>, shard: u32, p: Pending<A::Msg>) {
         let me = self.core.node.as_str();
         let owner = {
             let st = self.core.view.lock();
@@ -385,61 +487,93 @@ where
             Owner::Live { node, inc, token } if node == me => {
                 if inc == self.core.lease.incarnation() && self.core.lease.holds() && !self.leaving
                 {
-                    self.deliver(ctx, shard, inc, token, id, msg);
+                    self.deliver(ctx, shard, inc, token, p);
                 } else {
                     // Not ours to run now (fenced, or an older run's): held
                     // until it is allocated again.
-                    self.hold(shard, id, msg, hops);
+                    self.hold(shard, p);
                 }
             }
             Owner::Live { node, .. } => {
-                if hops >= MAX_HOPS {
-                    self.hold(shard, id, msg, hops);
+                if p.hops >= MAX_HOPS {
+                    self.hold(shard, p);
                 } else {
-                    self.forward(&node, id, msg, hops + 1);
+                    self.forward(&node, p);
                 }
             }
-            Owner::HandingOff { .. } => self.hold(shard, id, msg, hops),
+            Owner::HandingOff { .. } => self.hold(shard, p),
             Owner::Free | Owner::Orphaned { .. } => {
-                self.hold(shard, id, msg, hops);
+                self.hold(shard, p);
                 self.allocate(ctx, shard);
             }
         }
     }
 
-    fn forward(&mut self, node: &str, id: String, msg: A::Msg, hops: u8) {
-        let peer = match self.peers.get(node) {
-            Some(p) => p,
-            None => {
-                let name = region_name(&self.entity_type, node);
-                match self.core.remote.actor_ref::<Wire<A::Msg>>(&name) {
-                    Ok(r) => self.peers.entry(node.to_owned()).or_insert(r),
-                    Err(e) => {
-                        tracing::warn!(error = %e, "cluster: no reference to a region");
-                        return;
-                    }
+    /// The region of `node`, as a remote reference.
+    fn peer(&mut self, node: &str) -> Option<&RemoteRef<Wire<A::Msg>>> {
+        if !self.peers.contains_key(node) {
+            let name = region_name(&self.entity_type, node);
+            match self.core.remote.actor_ref::<Wire<A::Msg>>(&name) {
+                Ok(r) => {
+                    self.peers.insert(node.to_owned(), r);
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "cluster: no reference to a region");
+                    return None;
                 }
             }
+        }
+        self.peers.get(node)
+    }
+
+    fn forward(&mut self, node: &str, p: Pending<A::Msg>) {
+        let Some(peer) = self.peer(node) else {
+            return;
         };
-        if let Err(e) = peer.tell(Wire { id, msg, hops }) {
-            // At most once: counted where remote tells are.
+        let wire = Wire::Send {
+            id: p.id,
+            msg: p.msg,
+            hops: p.hops + 1,
+            seq: p.seq,
+        };
+        if let Err(e) = peer.tell(wire) {
+            // At most once (a reliable message is sent again): counted
+            // where remote tells are.
             tracing::debug!(node, error = %e, "cluster: a message to a region was not sent");
         }
     }
 
-    fn hold(&mut self, shard: u32, id: String, msg: A::Msg, hops: u8) {
+    fn hold(&mut self, shard: u32, p: Pending<A::Msg>) {
         if self.held_count >= self.core.settings.buffer_size {
             self.core
                 .remote
                 .system()
-                .publish_dead_letter(None, HeldOverflow { id });
+                .publish_dead_letter(None, HeldOverflow { id: p.id });
             return;
         }
         self.held_count += 1;
-        self.held
-            .entry(shard)
-            .or_default()
-            .push_back((id, msg, hops));
+        self.held.entry(shard).or_default().push_back(p);
+    }
+
+    /// The shard's hosting here, made (with the dedup state its previous
+    /// owner left in the bucket) if it is new.
+    fn host(&mut self, shard: u32, inc: u128, token: u64) -> &mut Hosted<A::Msg> {
+        let (core, ty) = (&self.core, &self.entity_type);
+        self.hosted.entry(shard).or_insert_with(|| {
+            let dedup = {
+                let st = core.view.lock();
+                st.dedup
+                    .get(&(ty.to_string(), shard))
+                    .map(|b| Dedup::decode(b))
+                    .unwrap_or_default()
+            };
+            Hosted {
+                inc,
+                token,
+                entities: HashMap::new(),
+                dedup,
+            }
+        })
     }
 
     fn deliver(
@@ -448,8 +582,7 @@ where
         shard: u32,
         inc: u128,
         token: u64,
-        id: String,
-        msg: A::Msg,
+        p: Pending<A::Msg>,
     ) {
         if self
             .hosted
@@ -457,7 +590,25 @@ where
             .is_some_and(|h| h.inc != inc || h.token != token)
         {
             // An older allocation of it to this node: its entities go.
-            self.unhost(ctx, shard);
+            self.unhost(ctx, shard, false);
+        }
+        let Pending { id, msg, seq, .. } = p;
+        let hosted = self.host(shard, inc, token);
+        let passivating = hosted
+            .entities
+            .get(&id)
+            .is_some_and(|e| e.passivating.is_some());
+        if let Some(seq) = &seq {
+            if !passivating {
+                match hosted.dedup.check(&id, seq) {
+                    Verdict::Next => hosted.dedup.accept(&id, seq),
+                    Verdict::Duplicate | Verdict::Gap => {
+                        let upto = hosted.dedup.upto(&id, seq);
+                        self.confirm(ctx, seq, &id, upto);
+                        return;
+                    }
+                }
+            }
         }
         if let Some(e) = self
             .hosted
@@ -465,10 +616,14 @@ where
             .and_then(|h| h.entities.get_mut(&id))
         {
             match &mut e.passivating {
-                Some(waiting) => waiting.push_back(msg),
+                // Not handed over (nor confirmed): checked again when it is.
+                Some(waiting) => waiting.push_back((msg, seq)),
                 None => {
                     e.last = Instant::now();
                     e.actor.tell(msg);
+                    if let Some(seq) = &seq {
+                        self.confirm(ctx, seq, &id, seq.seq);
+                    }
                 }
             }
             return;
@@ -480,6 +635,47 @@ where
         }
         if let Some(entity) = self.spawn_entity(ctx, shard, inc, token, &id) {
             entity.tell(msg);
+            if let Some(seq) = &seq {
+                self.confirm(ctx, seq, &id, seq.seq);
+            }
+        } else if let Some(seq) = &seq {
+            // Not handed over: the producer sends it again.
+            if let Some(h) = self.hosted.get_mut(&shard) {
+                h.dedup.accept(
+                    &id,
+                    &Seq {
+                        seq: seq.seq - 1,
+                        ..seq.clone()
+                    },
+                );
+            }
+        }
+    }
+
+    /// Reliable delivery: entity `id` has `seq`'s producer's messages up
+    /// to `upto` (sent at the end of this turn, one per producer and
+    /// entity).
+    fn confirm(&mut self, ctx: &mut Context<Self>, seq: &Seq, id: &str, upto: u64) {
+        let key = (seq.node.clone(), seq.producer, id.to_owned());
+        let at = self.confirms.entry(key).or_insert(upto);
+        *at = (*at).max(upto);
+        if !self.confirms_due {
+            self.confirms_due = true;
+            ctx.self_ref().tell(RegionCmd::FlushConfirms);
+        }
+    }
+
+    fn flush_confirms(&mut self) {
+        self.confirms_due = false;
+        for ((node, producer, id), upto) in std::mem::take(&mut self.confirms) {
+            if node == self.core.node && producer == self.producer.id {
+                self.producer.confirmed(&id, upto);
+            } else if let Some(peer) = self.peer(&node) {
+                if let Err(e) = peer.tell(Wire::Confirm { producer, id, upto }) {
+                    // Confirmed again at the next duplicate.
+                    tracing::debug!(node, error = %e, "cluster: a confirmation was not sent");
+                }
+            }
         }
     }
 
@@ -503,46 +699,41 @@ where
         if !remembered {
             self.remember(shard, &id, true);
         }
-        let hosted = self.hosted.entry(shard).or_insert_with(|| Hosted {
-            inc,
-            token,
-            entities: HashMap::new(),
-        });
-        let entity = {
-            let info = EntityInfo {
-                entity_type: self.entity_type.to_string(),
-                id: id.clone(),
-                shard,
-                fencing_token: token,
-            };
-            let props = (self.factory)(&info);
-            match ctx.spawn_anonymous(props) {
-                Ok(e) => {
-                    ctx.watch(&e.id());
-                    self.by_actor.insert(e.id(), (shard, id.clone()));
-                    hosted.entities.insert(
-                        id,
-                        Entity {
-                            actor: e.clone(),
-                            last: Instant::now(),
-                            passivating: None,
-                        },
-                    );
-                    e
-                }
-                Err(err) => {
-                    tracing::warn!(error = %err, "cluster: an entity could not start");
-                    return None;
-                }
+        let info = EntityInfo {
+            entity_type: self.entity_type.to_string(),
+            id: id.clone(),
+            shard,
+            fencing_token: token,
+        };
+        let props = (self.factory)(&info);
+        let e = match ctx.spawn_anonymous(props) {
+            Ok(e) => e,
+            Err(err) => {
+                tracing::warn!(error = %err, "cluster: an entity could not start");
+                return None;
             }
         };
-        Some(entity)
+        ctx.watch(&e.id());
+        self.by_actor.insert(e.id(), (shard, id.clone()));
+        self.host(shard, inc, token).entities.insert(
+            id,
+            Entity {
+                actor: e.clone(),
+                last: Instant::now(),
+                passivating: None,
+            },
+        );
+        Some(e)
     }
 
     /// Stops the entities of `shard` and forgets it; what waited for an
     /// entity's next incarnation is routed again (to the shard's next
-    /// owner).
-    fn unhost(&mut self, ctx: &mut Context<Self>, shard: u32) {
+    /// owner). A hand-off (`drain`) sends each its stop message (after
+    /// what it was sent before, which it handles) and stops what still
+    /// runs after `handoff-timeout`, keeping the shard's dedup state for
+    /// its next owner; otherwise (a fence, a lost allocation) they are
+    /// stopped at once.
+    fn unhost(&mut self, ctx: &mut Context<Self>, shard: u32, drain: bool) {
         let Some(h) = self.hosted.remove(&shard) else {
             return;
         };
@@ -553,13 +744,62 @@ where
             if self.stopping.insert(actor.clone(), shard).is_none() {
                 *self.stopping_in.entry(shard).or_default() += 1;
             }
-            ctx.stop(&actor);
+            match (&e.passivating, drain) {
+                // Passivating: its PoisonPill is on its way already.
+                (Some(_), true) => {}
+                (None, true) => match &self.stop_message {
+                    Some(make) => e.actor.tell(make()),
+                    None => e.actor.poison_pill(),
+                },
+                (_, false) => ctx.stop(&actor),
+            }
             if let Some(w) = e.passivating {
-                waiting.extend(w.into_iter().map(|m| (id.clone(), m)));
+                waiting.extend(w.into_iter().map(|(m, seq)| (id.clone(), m, seq)));
             }
         }
-        for (id, msg) in waiting {
-            self.route(ctx, id, msg, 0);
+        if drain {
+            self.freeing_dedup.insert(shard, h.dedup);
+            if self.stopping_in.contains_key(&shard) {
+                // Not cancelled when the hand-off ends first: it then finds
+                // nothing of the shard stopping.
+                let _timeout = ctx.tell_after(
+                    self.core.settings.handoff_timeout,
+                    RegionCmd::HandOffTimeout(shard),
+                );
+            }
+        }
+        for (id, msg, seq) in waiting {
+            self.route(
+                ctx,
+                Pending {
+                    id,
+                    msg,
+                    hops: 0,
+                    seq,
+                },
+            );
+        }
+    }
+
+    /// A hand-off of `shard` ran out of time: its entities still running
+    /// here are stopped at once.
+    fn hand_off_timed_out(&mut self, ctx: &mut Context<Self>, shard: u32) {
+        let late: Vec<ActorId> = self
+            .stopping
+            .iter()
+            .filter(|(_, s)| **s == shard)
+            .map(|(a, _)| a.clone())
+            .collect();
+        if !late.is_empty() {
+            tracing::warn!(
+                entity_type = %self.entity_type,
+                shard,
+                entities = late.len(),
+                "cluster: a hand-off ran past handoff-timeout: its entities are stopped"
+            );
+        }
+        for a in late {
+            ctx.stop(&a);
         }
     }
 
@@ -659,7 +899,7 @@ where
                 .get(&shard)
                 .is_some_and(|h| h.inc != my_inc || h.token != token)
             {
-                self.unhost(ctx, shard);
+                self.unhost(ctx, shard, false);
             }
             self.spawn_entity(ctx, shard, my_inc, token, &id);
         }
@@ -706,7 +946,7 @@ where
                 .collect()
         };
         for shard in gone {
-            self.unhost(ctx, shard);
+            self.unhost(ctx, shard, false);
         }
         if holds {
             self.hand_off_asked(ctx);
@@ -717,6 +957,25 @@ where
         }
         self.keep_singleton(ctx);
         self.restart_remembered(ctx);
+        // Reliable delivery: what is unconfirmed for too long goes again,
+        // to wherever its shard is now.
+        let (held, shards) = (&self.held, self.shards);
+        let due = self.producer.due(
+            self.core.settings.reliable_resend_after,
+            RESEND_BATCH,
+            |id| held.contains_key(&shard_of(id, shards)),
+        );
+        for (id, msg, seq) in due {
+            self.route(
+                ctx,
+                Pending {
+                    id,
+                    msg,
+                    hops: 0,
+                    seq: Some(seq),
+                },
+            );
+        }
     }
 
     fn allocate(&mut self, ctx: &mut Context<Self>, shard: u32) {
@@ -745,7 +1004,7 @@ where
         self.hand_off_done = Some(done);
         for (shard, token) in shards {
             self.freeing.insert(shard, token);
-            self.unhost(ctx, shard);
+            self.unhost(ctx, shard, true);
             self.free_if_stopped(shard);
         }
         self.free_ready();
@@ -761,8 +1020,24 @@ where
         if let Some(rev) = self.freeing.remove(&shard) {
             let store = self.core.store.clone();
             let key = shard_key(&self.entity_type, shard);
+            // Reliable delivery's record of what the entities were handed,
+            // for the next owner: written before the record is freed, so
+            // the next owner (which gets the shard after the delete, in
+            // the bucket's order) finds it.
+            let dedup = self
+                .freeing_dedup
+                .remove(&shard)
+                .and_then(|d| d.encode(DEDUP_KEEP))
+                .map(|b| (dedup_key(&self.entity_type, shard), b));
             self.deleting
                 .push(self.core.remote.runtime().spawn(async move {
+                    if let Some((dkey, bytes)) = dedup {
+                        if let Err(e) = store.put(dkey, bytes).await {
+                            // At least once then: the next owner may hand
+                            // over again what this one confirmed.
+                            tracing::warn!(error = %e, "cluster: a shard's dedup state was not written");
+                        }
+                    }
                     let _ = store.delete_expect_revision(key, Some(rev)).await;
                 }));
         }
@@ -804,7 +1079,7 @@ where
         };
         for (shard, rev) in asked {
             self.freeing.insert(shard, rev);
-            self.unhost(ctx, shard);
+            self.unhost(ctx, shard, true);
             self.free_if_stopped(shard);
         }
     }
@@ -919,7 +1194,28 @@ where
 
     fn receive(&mut self, ctx: &mut Context<Self>, msg: Self::Msg) -> Outcome {
         match msg {
-            RegionCmd::Send { id, msg, hops } => self.route(ctx, id, msg, hops),
+            RegionCmd::Send { id, msg, hops, seq } => {
+                self.route(ctx, Pending { id, msg, hops, seq });
+            }
+            RegionCmd::SendReliable { id, msg, clone } => {
+                let (msg, seq) = self.producer.send(&id, msg, clone);
+                self.route(
+                    ctx,
+                    Pending {
+                        id,
+                        msg,
+                        hops: 0,
+                        seq: Some(seq),
+                    },
+                );
+            }
+            RegionCmd::Confirm { producer, id, upto } => {
+                if producer == self.producer.id {
+                    self.producer.confirmed(&id, upto);
+                }
+            }
+            RegionCmd::FlushConfirms => self.flush_confirms(),
+            RegionCmd::HandOffTimeout(shard) => self.hand_off_timed_out(ctx, shard),
             RegionCmd::Recheck => self.recheck(ctx),
             RegionCmd::Allocated(shard) => {
                 self.allocating.remove(&shard);
@@ -952,8 +1248,16 @@ where
                 // Passivated: what came meanwhile starts its next
                 // incarnation.
                 Some(Some(waiting)) => {
-                    for msg in waiting {
-                        self.route(ctx, id.clone(), msg, 0);
+                    for (msg, seq) in waiting {
+                        self.route(
+                            ctx,
+                            Pending {
+                                id: id.clone(),
+                                msg,
+                                hops: 0,
+                                seq,
+                            },
+                        );
                     }
                 }
                 // It stopped itself: not to be started again.

@@ -60,6 +60,16 @@ pub struct ClusterSettings {
     /// (default 1; 3 in production, on a NATS cluster of three servers or
     /// more: JetStream's RAFT majority is then what decides ownership).
     pub bucket_replicas: usize,
+    /// How long a hand-off (a rebalance, or a graceful leave) lets a
+    /// shard's entities handle what they were sent before their stop
+    /// message (default 8 s, within the 10 s of the
+    /// `cluster-sharding-shutdown-region` phase): past it they are stopped
+    /// at once (what is left in their mailboxes is then a dead letter).
+    pub handoff_timeout: Duration,
+    /// A [`ReliableEntityRef`](crate::ReliableEntityRef)'s messages not
+    /// confirmed this long after the last progress are sent again (default
+    /// 1 s): across a lost message, a move, or a crash of the owner.
+    pub reliable_resend_after: Duration,
 }
 
 impl Default for ClusterSettings {
@@ -77,6 +87,8 @@ impl Default for ClusterSettings {
             rebalance_stable_for: Duration::from_secs(3),
             min_nodes: 1,
             bucket_replicas: 1,
+            handoff_timeout: Duration::from_secs(8),
+            reliable_resend_after: Duration::from_secs(1),
         }
     }
 }
@@ -141,6 +153,20 @@ impl ClusterSettings {
         self
     }
 
+    /// Sets the hand-off's timeout (see
+    /// [`handoff_timeout`](Self::handoff_timeout)).
+    pub fn handoff_timeout(mut self, timeout: Duration) -> ClusterSettings {
+        self.handoff_timeout = timeout;
+        self
+    }
+
+    /// Sets when unconfirmed reliable messages are sent again (see
+    /// [`reliable_resend_after`](Self::reliable_resend_after)).
+    pub fn reliable_resend_after(mut self, after: Duration) -> ClusterSettings {
+        self.reliable_resend_after = after;
+        self
+    }
+
     /// Checks the settings: at least one shard, a renewal interval and a
     /// margin that leave a renewal time to land before the fence.
     pub fn validate(&self) -> Result<(), ClusterError> {
@@ -175,6 +201,12 @@ impl ClusterSettings {
         }
         if self.buffer_size == 0 {
             return bad("buffer-size", "a positive number of messages");
+        }
+        if self.handoff_timeout.is_zero() {
+            return bad("handoff-timeout", "a positive duration");
+        }
+        if self.reliable_resend_after.is_zero() {
+            return bad("reliable-resend-after", "a positive duration");
         }
         if self.bucket_replicas == 0 || self.bucket_replicas > 5 {
             return bad("bucket-replicas", "1 to 5 (JetStream's limit)");

@@ -62,6 +62,12 @@ pub(crate) fn shard_key(entity_type: &str, shard: u32) -> String {
 
 /// The key of a remembered entity: its id in hex (an id may hold any
 /// character, a key only a few), the id itself in the value.
+/// Reliable delivery's dedup state of a shard, left by its last owner on a
+/// hand-off.
+pub(crate) fn dedup_key(entity_type: &str, shard: u32) -> String {
+    format!("d.{entity_type}.{shard}")
+}
+
 pub(crate) fn remembered_key(entity_type: &str, shard: u32, id: &str) -> String {
     let hex: String = id.bytes().map(|b| format!("{b:02x}")).collect();
     format!("e.{entity_type}.{shard}.{hex}")

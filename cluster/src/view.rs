@@ -33,6 +33,9 @@ pub(crate) struct ViewState {
     /// Remembered entities (remember-entities): per entity type, per
     /// shard, the ids.
     pub(crate) remembered: HashMap<String, HashMap<u32, HashSet<String>>>,
+    /// Reliable delivery: the dedup state a shard's last owner left on a
+    /// hand-off, per (entity type, shard).
+    pub(crate) dedup: HashMap<(String, u32), bytes::Bytes>,
 }
 
 /// Who runs a shard, as this node sees it.
@@ -211,6 +214,18 @@ impl View {
                 ids.insert(id);
             } else {
                 ids.remove(&id);
+            }
+        } else if let Some(rest) = entry.key.strip_prefix("d.") {
+            let Some((ty, shard)) = rest.rsplit_once('.') else {
+                return;
+            };
+            let Ok(shard) = shard.parse::<u32>() else {
+                return;
+            };
+            if put {
+                st.dedup.insert((ty.to_owned(), shard), entry.value.clone());
+            } else {
+                st.dedup.remove(&(ty.to_owned(), shard));
             }
         } else if let Some(rest) = entry.key.strip_prefix("s.") {
             let Some((ty, shard)) = rest.rsplit_once('.') else {
