@@ -198,10 +198,8 @@ fn mono_ns() -> u128 {
     };
     // SAFETY: clock_gettime writes one timespec through a valid pointer to
     // a local.
-    assert_eq!(
-        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) },
-        0
-    );
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    assert_eq!(rc, 0);
     u128::try_from(ts.tv_sec).expect("secs") * 1_000_000_000
         + u128::try_from(ts.tv_nsec).expect("nanos")
 }
