@@ -138,6 +138,15 @@ impl Drop for Node {
     }
 }
 
+/// The tests of this file one at a time: each runs three or four nodes
+/// with 2 s leases and measures gaps against them; run together on a
+/// small machine they would measure each other.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ONE.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// `key=value` of a result line.
 fn field(line: &str, key: &str) -> f64 {
     line.split_whitespace()
@@ -149,6 +158,7 @@ fn field(line: &str, key: &str) -> f64 {
 #[test]
 fn three_processes_share_the_entities_and_survive_a_kill_and_a_leave() {
     require_jetstream!();
+    let _one_at_a_time = serial();
     let server = NatsServer::start();
     let lease_ms = 2000;
     let mut a = Node::start(&server.url(), "a", lease_ms);
@@ -357,6 +367,7 @@ fn received(nodes: &[(&str, &[String])], from: &str) -> HashMap<String, Vec<u64>
 #[test]
 fn a_sigterm_during_reliable_messages_loses_nothing_and_delivers_nothing_twice() {
     require_jetstream!();
+    let _one_at_a_time = serial();
     let server = NatsServer::start();
     let lease_ms = 2000;
     let start = |name| Node::start_example("witness_node", &server.url(), name, lease_ms);
@@ -487,6 +498,7 @@ fn a_sigterm_during_reliable_messages_loses_nothing_and_delivers_nothing_twice()
 #[test]
 fn a_node_paused_past_its_lease_delivers_nothing_after_it_and_rejoins_anew() {
     require_jetstream!();
+    let _one_at_a_time = serial();
     let server = NatsServer::start();
     let lease_ms = 2000;
     let start = |name| Node::start_example("witness_node", &server.url(), name, lease_ms);
