@@ -439,6 +439,8 @@ impl Cluster {
         let (t, c) = (Arc::clone(&ty), Arc::clone(core));
         let unconfirmed = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let u = Arc::clone(&unconfirmed);
+        let recheck_asked = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let ra = Arc::clone(&recheck_asked);
         let props = Props::new(move || {
             let mut region = RegionActor::<A>::new(
                 Arc::clone(&t),
@@ -448,6 +450,7 @@ impl Cluster {
                 Arc::clone(&u),
             );
             region.stop_message.clone_from(&stop_message);
+            region.recheck_asked = Arc::clone(&ra);
             match &singleton {
                 Some(id) => region.singleton(id.clone()),
                 None => region,
@@ -459,9 +462,25 @@ impl Cluster {
             .map_err(|e| ClusterError::JetStream(format!("the region did not start: {e}")))?;
         // Changes of the view and of the lease: the region looks again.
         let r = actor.clone();
-        core.view.listen(move || r.tell(RegionCmd::Recheck));
+        // One look asked for at a time: a burst of changes (a dead node's
+        // shards taken, one bucket entry each) is one look, not hundreds
+        // queued behind each other.
+        let asked = Arc::clone(&recheck_asked);
+        core.view.listen(move || {
+            // Acquire/Release: pairs with the region's clearing swap; a
+            // change after the clear asks again.
+            if !asked.swap(true, std::sync::atomic::Ordering::AcqRel) {
+                r.tell(RegionCmd::Recheck);
+            }
+        });
         let r = actor.clone();
-        core.lease.listen(move || r.tell(RegionCmd::Recheck));
+        let asked = Arc::clone(&recheck_asked);
+        core.lease.listen(move || {
+            // As above.
+            if !asked.swap(true, std::sync::atomic::Ordering::AcqRel) {
+                r.tell(RegionCmd::Recheck);
+            }
+        });
         let wire = actor
             .adapt(|w: Wire<A::Msg>| RegionCmd::from(w))
             .map_err(|e| ClusterError::JetStream(format!("the region did not start: {e}")))?;

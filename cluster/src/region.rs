@@ -359,6 +359,9 @@ pub(crate) struct RegionActor<A: Actor> {
     confirms: HashMap<(String, u64, String), u64>,
     confirms_due: bool,
     freeing_dedup: HashMap<u32, Dedup>,
+    /// A look (`Recheck`) is asked for and not yet begun: the listeners
+    /// ask again only once it has.
+    pub(crate) recheck_asked: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl<A> RegionActor<A>
@@ -397,6 +400,7 @@ where
             confirms: HashMap::new(),
             confirms_due: false,
             freeing_dedup: HashMap::new(),
+            recheck_asked: Arc::default(),
         }
     }
 
@@ -923,6 +927,11 @@ where
     }
 
     fn recheck(&mut self, ctx: &mut Context<Self>) {
+        // AcqRel: pairs with the listeners' swap; whatever changed before
+        // this clear is seen by this look, and a change after it asks for
+        // another.
+        self.recheck_asked
+            .swap(false, std::sync::atomic::Ordering::AcqRel);
         if self.eager.is_none() && !self.core.settings.remember_entities {
             self.passivate_idle();
         }
