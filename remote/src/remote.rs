@@ -304,6 +304,12 @@ impl Remote {
             let drops = Arc::clone(&slow_consumer_drops);
             let mut options = async_nats::ConnectOptions::new()
                 .name(format!("proscenium {}/{}", settings.cluster, settings.node))
+                // The client's own request inboxes (JetStream's replies and
+                // push deliveries, for proscenium-cluster) under the node's
+                // subjects, not `_INBOX.>`: a server's permissions can then
+                // let each node read its own and nobody else's
+                // (docs/decisions/0023, examples/nats-server.conf).
+                .custom_inbox_prefix(format!("{}.inbox.{}", settings.cluster, settings.node))
                 .connection_timeout(settings.connect_timeout)
                 .subscription_capacity(settings.subscription_capacity)
                 .event_callback(move |e| {

@@ -107,15 +107,29 @@ pub struct NatsServer {
     child: Option<Child>,
     pub port: u16,
     dir: TempDir,
+    /// A configuration file, and the environment it reads.
+    config: Option<(PathBuf, Vec<(String, String)>)>,
 }
 
 impl NatsServer {
     pub fn start() -> NatsServer {
+        NatsServer::start_with(None)
+    }
+
+    /// With a configuration file (the port, address and storage are still
+    /// the command line's), whose `$VARIABLES` come from `env`.
+    #[allow(dead_code)]
+    pub fn start_with_config(config: &std::path::Path, env: Vec<(String, String)>) -> NatsServer {
+        NatsServer::start_with(Some((config.to_owned(), env)))
+    }
+
+    fn start_with(config: Option<(PathBuf, Vec<(String, String)>)>) -> NatsServer {
         for _ in 0..5 {
             let mut s = NatsServer {
                 child: None,
                 port: free_port(),
                 dir: TempDir::new("js"),
+                config: config.clone(),
             };
             if s.spawn() {
                 return s;
@@ -126,7 +140,11 @@ impl NatsServer {
 
     fn spawn(&mut self) -> bool {
         let bin = jetstream_server().expect("require_jetstream! first");
-        let mut child = Command::new(bin)
+        let mut command = Command::new(bin);
+        if let Some((config, env)) = &self.config {
+            command.arg("-c").arg(config).envs(env.iter().cloned());
+        }
+        let mut child = command
             .args([
                 "-a",
                 "127.0.0.1",
