@@ -14,6 +14,9 @@
 //! * `rsend <n> <per>`: reliable tells of 1 to `per` to each of them,
 //!   round-robin (prints `rsent ms=<elapsed>` once all are confirmed);
 //! * `psend <n> <per>`: the same as plain tells (prints `psent`);
+//! * `stell <k>`: a plain tell of number `k` to the cluster singleton
+//!   `ledger` (an entity of the same kind, its id `ledger`; prints
+//!   `stold`);
 //! * `inc`: this node's incarnation and whether it is fenced;
 //! * `exit`: leaves in order (as SIGTERM does).
 //!
@@ -29,7 +32,7 @@ use std::io::{BufRead, Write};
 use std::time::{Duration, Instant};
 
 use proscenium::prelude::*;
-use proscenium_cluster::{Cluster, ClusterSettings, EntityInfo, Region};
+use proscenium_cluster::{Cluster, ClusterSettings, EntityInfo, Region, Singleton};
 use proscenium_remote::{Remote, RemoteSettings};
 use serde::{Deserialize, Serialize};
 
@@ -94,9 +97,17 @@ fn run(
     node: &str,
     cluster: &Cluster,
     region: &Region<Rec>,
+    ledger: &Singleton<Rec>,
     words: &[&str],
 ) -> Result<String, String> {
     match words {
+        ["stell", k] => {
+            ledger.proxy().tell(Rec {
+                from: node.to_owned(),
+                n: count(k)?,
+            });
+            Ok("stold".into())
+        }
         ["touch", n, k] => {
             let k = count(k)?;
             for i in 0..count(n)? {
@@ -178,6 +189,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             token,
         })
     })?;
+    let ledger = cluster.start_singleton("ledger", |e: &EntityInfo| {
+        let (id, token) = (e.id.clone(), e.fencing_token);
+        Props::new(move || Acct {
+            id: id.clone(),
+            token,
+        })
+    })?;
     say(&format!("ready {node}"));
     let terminated = system.when_terminated();
     {
@@ -189,7 +207,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     drop(system.terminate());
                     break;
                 }
-                match run(&node, &cluster, &region, &words) {
+                match run(&node, &cluster, &region, &ledger, &words) {
                     Ok(out) => say(&out),
                     Err(e) => say(&format!("error {e}")),
                 }

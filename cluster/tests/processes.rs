@@ -9,8 +9,9 @@
 //! The witness node (`examples/witness_node.rs`), which prints every
 //! activation, stop and delivery of an entity with its fencing token and
 //! the machine's monotonic time: reliable messages across a SIGTERM
-//! (issue 36, check 4), and a node paused with SIGSTOP past its lease
-//! (check 3); in both, the witness (check 2): no entity ever acts in two
+//! (issue 36, check 4), a node paused with SIGSTOP past its lease (check
+//! 3), a rolling restart (check 6), the singleton killed and handed over
+//! (check 8); in all, the witness (check 2): no entity ever acts in two
 //! activations at once, and tokens only rise.
 
 mod support;
@@ -705,4 +706,119 @@ fn a_rolling_restart_moves_each_shard_at_most_twice() {
         moves.values().all(|m| *m <= 2),
         "a shard moved more than twice: {histogram:?}"
     );
+}
+
+/// The first delivery to `id` after `since_ns` in any of `nodes`' output
+/// (read so far): its node's index and time.
+fn first_got_after(nodes: &mut [&mut Node], id: &str, since_ns: u128) -> Option<(usize, u128)> {
+    let mut first: Option<(usize, u128)> = None;
+    for (i, x) in nodes.iter_mut().enumerate() {
+        for e in events(x.drain()) {
+            if let Event::Got { id: got, ns, .. } = e {
+                if got == id && ns > since_ns && first.is_none_or(|(_, f)| ns < f) {
+                    first = Some((i, ns));
+                }
+            }
+        }
+    }
+    first
+}
+
+/// Told to the singleton from `from` every 50 ms until it gets a message
+/// after `since_ns` on one of `others`: that node's index and the gap.
+fn singleton_back(from: usize, nodes: &mut [&mut Node], since_ns: u128) -> (usize, Duration) {
+    let deadline = Instant::now() + GUARD;
+    let mut k = 0;
+    loop {
+        k += 1;
+        nodes[from].run(&format!("stell {k}"), "stold");
+        if let Some((i, ns)) = first_got_after(nodes, "ledger", since_ns) {
+            let gap = u64::try_from(ns - since_ns).expect("ns");
+            return (i, Duration::from_nanos(gap));
+        }
+        assert!(Instant::now() < deadline, "the singleton did not come back");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Issue 36, check 8: the cluster singleton as OS processes. SIGKILL of
+/// its node: it runs elsewhere within the lease timeout plus 2 s (the gap
+/// from the kill to its first delivery printed); SIGTERM of its next node:
+/// it is handed over (the gap printed); the witness never sees two.
+#[test]
+fn the_singleton_moves_on_a_kill_and_is_handed_over_on_a_sigterm() {
+    require_jetstream!();
+    let _one_at_a_time = serial();
+    let server = NatsServer::start();
+    let lease_ms = 2000;
+    let start = |name| Node::start_example("witness_node", &server.url(), name, lease_ms);
+    let mut nodes = [start("a"), start("b"), start("c")];
+    let names = ["a", "b", "c"];
+    // Started at once on one node, without a message.
+    let deadline = Instant::now() + GUARD;
+    let first = loop {
+        if let Some(i) = nodes
+            .iter_mut()
+            .position(|x| x.drain().iter().any(|l| l.starts_with("start ledger ")))
+        {
+            break i;
+        }
+        assert!(Instant::now() < deadline, "the singleton did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut finished: Vec<(String, Vec<String>)> = Vec::new();
+
+    // SIGKILL of its node.
+    let killed_ns = mono_ns();
+    nodes[first].signal(libc::SIGKILL);
+    finished.push((
+        format!("{}-killed", names[first]),
+        nodes[first].drain_to_end().to_vec(),
+    ));
+    let live: Vec<usize> = (0..3).filter(|i| *i != first).collect();
+    let (second, after_kill) = {
+        let [x, y] = [live[0], live[1]];
+        let (p, q) = if x < y {
+            let (l, r) = nodes.split_at_mut(y);
+            (&mut l[x], &mut r[0])
+        } else {
+            unreachable!()
+        };
+        let (i, gap) = singleton_back(0, &mut [p, q], killed_ns);
+        (live[i], gap)
+    };
+    eprintln!(
+        "singleton: SIGKILL of {}: running on {} {after_kill:?} later (lease {lease_ms} ms)",
+        names[first], names[second]
+    );
+    assert!(
+        after_kill < Duration::from_millis(lease_ms + 2000),
+        "{after_kill:?}"
+    );
+
+    // SIGTERM of its new node: handed over to the third.
+    let third = live.iter().copied().find(|i| *i != second).expect("third");
+    let termed_ns = mono_ns();
+    nodes[second].signal(libc::SIGTERM);
+    assert_eq!(nodes[second].expect("terminated"), "terminated clean=true");
+    finished.push((
+        names[second].to_owned(),
+        nodes[second].drain_to_end().to_vec(),
+    ));
+    let (_, handed_over) = singleton_back(0, &mut [&mut nodes[third]], termed_ns);
+    eprintln!(
+        "singleton: SIGTERM of {}: running on {} {handed_over:?} later",
+        names[second], names[third]
+    );
+    nodes[third].run("exit", "terminated");
+    finished.push((
+        names[third].to_owned(),
+        nodes[third].drain_to_end().to_vec(),
+    ));
+    let labelled: Vec<(&str, &[String])> = finished
+        .iter()
+        .map(|(l, lines)| (l.as_str(), &lines[..]))
+        .collect();
+    let acts = witness(&labelled);
+    assert_eq!(acts["ledger"].len(), 3, "{:?}", acts["ledger"]);
 }
