@@ -21,7 +21,9 @@ use std::time::{Duration, Instant};
 use proscenium::{Actor, Context, Outcome};
 use serde::{Deserialize, Serialize};
 
+use crate::settings::ClusterSettings;
 use crate::store::{encode, shard_key, ShardRecord};
+use crate::view::ViewState;
 use crate::Core;
 
 /// The shards of one node, as a rebalance sees them.
@@ -106,6 +108,35 @@ impl ShardAllocationStrategy for LeastShardStrategy {
     }
 }
 
+/// Why a rebalance round does nothing now (`None`: it may go on): the
+/// membership changed within `rebalance-stable-for`, fewer than
+/// `min-nodes` are up, a node is leaving, or a node is suspect (its lease
+/// not renewed for two renewal intervals: it may be dying, or paused, and
+/// a rebalance now would move shards twice: the akka-core#29549 storm).
+pub(crate) fn held_back(
+    s: &ClusterSettings,
+    stable_for: Duration,
+    members: usize,
+    st: &ViewState,
+) -> Option<&'static str> {
+    let suspect_after = s.lease_renew_interval * 2 + Duration::from_millis(100);
+    if stable_for < s.rebalance_stable_for {
+        Some("the membership is not stable yet")
+    } else if members < s.min_nodes.max(1) {
+        Some("fewer than min-nodes are up")
+    } else if st.leases.values().any(|o| o.lease.leaving) {
+        Some("a node is leaving")
+    } else if st
+        .leases
+        .values()
+        .any(|o| o.since.elapsed() > suspect_after)
+    {
+        Some("a node is suspect")
+    } else {
+        None
+    }
+}
+
 /// The coordinator's one message: look now.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) enum CoordMsg {
@@ -136,9 +167,7 @@ impl Coordinator {
     }
 
     fn round(&mut self) {
-        let s = &self.core.settings;
         let view = &self.core.view;
-        let suspect_after = s.lease_renew_interval * 2 + Duration::from_millis(100);
         let moves: Vec<(u32, ShardRecord, u64)> = {
             let st = view.lock();
             let members = view.members(&st);
@@ -147,13 +176,9 @@ impl Coordinator {
                 self.stable_since = Instant::now();
                 return;
             }
-            if self.stable_since.elapsed() < s.rebalance_stable_for
-                || self.members.len() < s.min_nodes.max(1)
-                || st
-                    .leases
-                    .values()
-                    .any(|o| o.lease.leaving || o.since.elapsed() > suspect_after)
-            {
+            let stable_for = self.stable_since.elapsed();
+            if let Some(why) = held_back(&self.core.settings, stable_for, self.members.len(), &st) {
+                tracing::debug!(entity_type = %self.entity_type, why, "cluster: no rebalance now");
                 return;
             }
             let records = st.shards.get(&*self.entity_type);
@@ -230,6 +255,53 @@ mod tests {
                 shards: r.clone().collect(),
             })
             .collect()
+    }
+
+    #[test]
+    fn no_rebalance_while_a_node_is_suspect_leaving_or_just_joined() {
+        use crate::store::NodeLease;
+        use crate::view::Observed;
+        let s = ClusterSettings::default()
+            .lease(
+                Duration::from_millis(2000),
+                Duration::from_millis(250),
+                Duration::from_millis(500),
+            )
+            .rebalance(Duration::from_secs(1), Duration::from_secs(3), 2);
+        let seen = |ago_ms: u64, leaving: bool| Observed {
+            lease: NodeLease { inc: 1, leaving },
+            rev: 1,
+            since: Instant::now()
+                .checked_sub(Duration::from_millis(ago_ms))
+                .expect("the clock is past that"),
+        };
+        let view = |leases: Vec<(&str, Observed)>| ViewState {
+            leases: leases.into_iter().map(|(n, o)| (n.to_owned(), o)).collect(),
+            ..ViewState::default()
+        };
+        let stable = Duration::from_secs(5);
+        let fresh = view(vec![("a", seen(10, false)), ("b", seen(100, false))]);
+        assert_eq!(held_back(&s, stable, 2, &fresh), None);
+        // b not renewed for 0.7 s (renewal every 0.25 s): suspect, though
+        // its lease (2 s) has not expired.
+        let suspect = view(vec![("a", seen(10, false)), ("b", seen(700, false))]);
+        assert_eq!(
+            held_back(&s, stable, 2, &suspect),
+            Some("a node is suspect")
+        );
+        let leaving = view(vec![("a", seen(10, false)), ("b", seen(10, true))]);
+        assert_eq!(
+            held_back(&s, stable, 2, &leaving),
+            Some("a node is leaving")
+        );
+        assert_eq!(
+            held_back(&s, Duration::from_secs(1), 2, &fresh),
+            Some("the membership is not stable yet")
+        );
+        assert_eq!(
+            held_back(&s, stable, 1, &fresh),
+            Some("fewer than min-nodes are up")
+        );
     }
 
     #[test]
