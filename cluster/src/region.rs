@@ -60,6 +60,10 @@ use crate::Core;
 /// resent within `reliable-resend-after`, long before).
 const DEDUP_KEEP: Duration = Duration::from_secs(600);
 
+/// Reliable delivery: the most confirmations in one message (ids of up to
+/// a few hundred bytes each, under a 1 MiB payload).
+const CONFIRMS_PER_MESSAGE: usize = 1024;
+
 /// Reliable delivery: the most messages per entity sent again at once
 /// (from its first unconfirmed one).
 const RESEND_BATCH: usize = 1024;
@@ -96,12 +100,11 @@ pub(crate) enum Wire<M> {
         hops: u8,
         seq: Option<Seq>,
     },
-    /// Reliable delivery: entity `id` has everything of `producer` up to
-    /// `upto`.
+    /// Reliable delivery: each entity `id` has everything of `producer` up
+    /// to `upto` (one message per producer for a turn's confirmations).
     Confirm {
         producer: u64,
-        id: String,
-        upto: u64,
+        upto: Vec<(String, u64)>,
     },
 }
 
@@ -124,8 +127,7 @@ pub(crate) enum RegionCmd<M> {
     /// Reliable delivery: see [`Wire::Confirm`].
     Confirm {
         producer: u64,
-        id: String,
-        upto: u64,
+        upto: Vec<(String, u64)>,
     },
     /// The confirmations gathered in this turn go out.
     FlushConfirms,
@@ -144,7 +146,7 @@ impl<M> From<Wire<M>> for RegionCmd<M> {
     fn from(w: Wire<M>) -> Self {
         match w {
             Wire::Send { id, msg, hops, seq } => RegionCmd::Send { id, msg, hops, seq },
-            Wire::Confirm { producer, id, upto } => RegionCmd::Confirm { producer, id, upto },
+            Wire::Confirm { producer, upto } => RegionCmd::Confirm { producer, upto },
         }
     }
 }
@@ -669,15 +671,35 @@ where
         }
     }
 
+    /// The turn's confirmations: one message per producer.
     fn flush_confirms(&mut self) {
         self.confirms_due = false;
+        let mut by_producer: HashMap<(String, u64), Vec<(String, u64)>> = HashMap::new();
         for ((node, producer, id), upto) in std::mem::take(&mut self.confirms) {
+            by_producer
+                .entry((node, producer))
+                .or_default()
+                .push((id, upto));
+        }
+        for ((node, producer), upto) in by_producer {
             if node == self.core.node && producer == self.producer.id {
-                self.producer.confirmed(&id, upto);
-            } else if let Some(peer) = self.peer(&node) {
-                if let Err(e) = peer.tell(Wire::Confirm { producer, id, upto }) {
+                for (id, upto) in upto {
+                    self.producer.confirmed(&id, upto);
+                }
+                continue;
+            }
+            // At most this many per message (well within a NATS payload).
+            for chunk in upto.chunks(CONFIRMS_PER_MESSAGE) {
+                let Some(peer) = self.peer(&node) else {
+                    break;
+                };
+                let wire = Wire::Confirm {
+                    producer,
+                    upto: chunk.to_vec(),
+                };
+                if let Err(e) = peer.tell(wire) {
                     // Confirmed again at the next duplicate.
-                    tracing::debug!(node, error = %e, "cluster: a confirmation was not sent");
+                    tracing::debug!(node, error = %e, "cluster: confirmations were not sent");
                 }
             }
         }
@@ -1218,9 +1240,11 @@ where
                     },
                 );
             }
-            RegionCmd::Confirm { producer, id, upto } => {
+            RegionCmd::Confirm { producer, upto } => {
                 if producer == self.producer.id {
-                    self.producer.confirmed(&id, upto);
+                    for (id, upto) in upto {
+                        self.producer.confirmed(&id, upto);
+                    }
                 }
             }
             RegionCmd::FlushConfirms => self.flush_confirms(),
