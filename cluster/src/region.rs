@@ -284,9 +284,9 @@ impl<M: Serialize + DeserializeOwned + Send + 'static> EntityRef<M> {
     {
         let id = self.id.to_string();
         self.region.ask(
-            move |reply| RegionCmd::Send {
+            move |reply: RemoteReply<R>| RegionCmd::Send {
                 id,
-                msg: make(RemoteReply::from(reply)),
+                msg: make(reply),
                 hops: 0,
                 seq: None,
             },

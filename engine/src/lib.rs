@@ -271,7 +271,7 @@ pub mod testkit;
 pub use crate::api::actor::{Actor, Props};
 pub use crate::api::actor_ref::{ActorId, ActorRef, StopSignal};
 pub use crate::api::async_actor::{Async, AsyncActor, AsyncContext};
-pub use crate::api::ask::{Ask, AskError, GracefulStop, NoReplyReason, Reply};
+pub use crate::api::ask::{Ask, AskError, FromReply, GracefulStop, NoReplyReason, Reply};
 pub use crate::api::context::Context;
 pub use crate::api::pipe::PipeHandle;
 pub use crate::api::terminated::ActorTermination;

@@ -236,10 +236,13 @@ pub(crate) fn decode<T: DeserializeOwned>(
 /// and the actor that gets the request calls [`send`](Self::send) once,
 /// on whichever node it runs.
 ///
-/// A local [`Reply`] converts into one (`RemoteReply::from(reply)`), so
-/// one message type serves local and remote askers: through a
-/// [`RemoteRef`](crate::RemoteRef) adapted to an `ActorRef`, a local
-/// `ask` works unchanged and its reply comes back over NATS.
+/// One message type serves local and remote askers, with the same
+/// constructor: a local ask builds a `RemoteReply` from its [`Reply`]
+/// ([`FromReply`](proscenium::FromReply)), so `actor.ask(Cmd::Get,
+/// timeout)` works on the local actor, on a
+/// [`RemoteRef`](crate::RemoteRef), and on a `RemoteRef` adapted to an
+/// `ActorRef` (the reply then comes back over NATS). A local [`Reply`]
+/// also converts by hand (`RemoteReply::from(reply)`).
 ///
 /// Dropped without a `send`, the asker gets
 /// [`RemoteAskError::NoReply`](crate::RemoteAskError::NoReply) at once.
@@ -336,6 +339,17 @@ impl<R: Send + 'static> From<Reply<R>> for RemoteReply<R> {
         RemoteReply {
             inner: Inner::Local(Mutex::new(Some(reply))),
         }
+    }
+}
+
+/// A local ask's [`Reply`] wrapped: `actor.ask(Cmd::Get, timeout)` on a
+/// local actor whose message takes a `RemoteReply` (the same message a
+/// [`RemoteRef`](crate::RemoteRef) asks with).
+impl<R: Send + 'static> proscenium::FromReply for RemoteReply<R> {
+    type Value = R;
+    #[inline]
+    fn from_reply(reply: Reply<R>) -> Self {
+        RemoteReply::from(reply)
     }
 }
 

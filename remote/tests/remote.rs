@@ -242,14 +242,14 @@ fn an_adapted_remote_ref_is_an_actor_ref() {
     let local: ActorRef<Cmd> = remote.to_actor_ref(&p.sys_b).expect("adapt");
     local.tell(Cmd::Add(3));
     local.tell(Cmd::Add(4));
-    // A local ask, with the local Reply made into a RemoteReply.
-    let n = local.ask(|r| Cmd::Get(RemoteReply::from(r)), GUARD).wait();
+    // Issue 35, item 3: one message type for a local ask and a remote
+    // one, no wrapping at the call site: the same `Cmd::Get` through the
+    // adapted remote ref, the local actor itself, and the remote ref.
+    let n = local.ask(Cmd::Get, GUARD).wait();
     assert_eq!(n, Ok(7));
-    // The same local code against the local actor itself.
-    let n = p
-        .counter
-        .ask(|r| Cmd::Get(RemoteReply::from(r)), GUARD)
-        .wait();
+    let n = p.counter.ask(Cmd::Get, GUARD).wait();
+    assert_eq!(n, Ok(7));
+    let n = remote.ask(Cmd::Get, GUARD).wait();
     assert_eq!(n, Ok(7));
     p.finish();
 }

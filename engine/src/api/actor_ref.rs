@@ -102,14 +102,19 @@ impl<M: Send + 'static> ActorRef<M> {
     /// # system.terminate().wait();
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn ask<R: Send + 'static>(
+    ///
+    /// `make` takes a [`Reply`](crate::Reply), or any type built from one
+    /// ([`FromReply`](crate::FromReply): proscenium-remote's
+    /// `RemoteReply`), so a message made for remote asks is asked locally
+    /// the same way.
+    pub fn ask<P: crate::FromReply>(
         &self,
-        make: impl FnOnce(crate::Reply<R>) -> M,
+        make: impl FnOnce(P) -> M,
         timeout: Duration,
-    ) -> Ask<R> {
+    ) -> Ask<P::Value> {
         let (reply, ask) = ask::request(&self.cell.core().system, timeout);
         // `make` builds the message here: with room for it, if it is large.
-        large::with_room_if_large::<M, _>(move || self.tell(make(reply)));
+        large::with_room_if_large::<M, _>(move || self.tell(make(P::from_reply(reply))));
         ask
     }
 

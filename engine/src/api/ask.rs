@@ -111,6 +111,57 @@ impl<R: Send + 'static> Reply<R> {
     }
 }
 
+/// What an ask can put in its request: a [`Reply`] itself, or a type
+/// built from one. proscenium-remote's `RemoteReply<R>` is one (it answers
+/// a local asker and a remote one alike), so a message type made for
+/// remote asks is asked locally with the same constructor, no wrapping at
+/// the call site: `actor.ask(Cmd::Get, timeout)` whether `Cmd::Get` takes
+/// a `Reply<u64>` or a `RemoteReply<u64>`.
+///
+/// ```
+/// # use proscenium::prelude::*;
+/// # use proscenium::FromReply;
+/// # use std::time::Duration;
+/// /// A reply of one's own: a `Reply` with a label.
+/// struct Labelled(&'static str, Reply<String>);
+///
+/// impl FromReply for Labelled {
+///     type Value = String;
+///     fn from_reply(reply: Reply<String>) -> Self {
+///         Labelled("hello", reply)
+///     }
+/// }
+///
+/// struct Greeter;
+/// impl Actor for Greeter {
+///     type Msg = Labelled;
+///     fn receive(&mut self, _: &mut Context<Self>, Labelled(l, r): Labelled) -> Outcome {
+///         r.send(format!("{l}, world"));
+///         Ok(())
+///     }
+/// }
+/// # let system = ActorSystem::builder().workers(1).pin_workers(false).build()?;
+/// let greeter = system.spawn(Props::new(|| Greeter), "greeter")?;
+/// let answer = greeter.ask(|m: Labelled| m, Duration::from_secs(1)).wait();
+/// assert_eq!(answer.as_deref(), Ok("hello, world"));
+/// # system.terminate().wait();
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub trait FromReply: Sized {
+    /// The answer's type.
+    type Value: Send + 'static;
+    /// Built around the ask's reply.
+    fn from_reply(reply: Reply<Self::Value>) -> Self;
+}
+
+impl<R: Send + 'static> FromReply for Reply<R> {
+    type Value = R;
+    #[inline]
+    fn from_reply(reply: Reply<R>) -> Self {
+        reply
+    }
+}
+
 impl<R: Send + 'static> Drop for Reply<R> {
     fn drop(&mut self) {
         if let Some(slot) = self.slot.take() {
