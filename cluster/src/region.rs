@@ -159,6 +159,18 @@ struct Pending<M> {
     seq: Option<Seq>,
 }
 
+impl<M> Pending<M> {
+    /// Not forwarded yet.
+    fn fresh(id: String, msg: M, seq: Option<Seq>) -> Pending<M> {
+        Pending {
+            id,
+            msg,
+            hops: 0,
+            seq,
+        }
+    }
+}
+
 /// A region of one entity type on this node: hands out [`EntityRef`]s.
 /// Cheap to clone.
 pub struct Region<M: Send + 'static> {
@@ -795,15 +807,7 @@ where
             }
         }
         for (id, msg, seq) in waiting {
-            self.route(
-                ctx,
-                Pending {
-                    id,
-                    msg,
-                    hops: 0,
-                    seq,
-                },
-            );
+            self.route(ctx, Pending::fresh(id, msg, seq));
         }
     }
 
@@ -997,15 +1001,7 @@ where
             |id| held.contains_key(&shard_of(id, shards)),
         );
         for (id, msg, seq) in due {
-            self.route(
-                ctx,
-                Pending {
-                    id,
-                    msg,
-                    hops: 0,
-                    seq: Some(seq),
-                },
-            );
+            self.route(ctx, Pending::fresh(id, msg, Some(seq)));
         }
     }
 
@@ -1230,15 +1226,7 @@ where
             }
             RegionCmd::SendReliable { id, msg, clone } => {
                 let (msg, seq) = self.producer.send(&id, msg, clone);
-                self.route(
-                    ctx,
-                    Pending {
-                        id,
-                        msg,
-                        hops: 0,
-                        seq: Some(seq),
-                    },
-                );
+                self.route(ctx, Pending::fresh(id, msg, Some(seq)));
             }
             RegionCmd::Confirm { producer, upto } => {
                 if producer == self.producer.id {
@@ -1282,15 +1270,7 @@ where
                 // incarnation.
                 Some(Some(waiting)) => {
                     for (msg, seq) in waiting {
-                        self.route(
-                            ctx,
-                            Pending {
-                                id: id.clone(),
-                                msg,
-                                hops: 0,
-                                seq,
-                            },
-                        );
+                        self.route(ctx, Pending::fresh(id.clone(), msg, seq));
                     }
                 }
                 // It stopped itself: not to be started again.
