@@ -1056,6 +1056,37 @@ where
                 .remove(&shard)
                 .and_then(|d| d.encode(DEDUP_KEEP))
                 .map(|b| (dedup_key(&self.entity_type, shard), b));
+            // A rebalance's hand-off: allocated at once to the least-loaded
+            // other node (counted in flight, so that a hand-off of many
+            // goes to many), not left for its next message: a rebalance
+            // without traffic would otherwise free shards that no one
+            // takes, round after round. A leave's shards are left free:
+            // taken by their next message, by the least-loaded node then,
+            // which in a rolling restart is the node just started again
+            // (allocated at once, they went to the next node to restart,
+            // and moved again).
+            let target = if self.leaving {
+                None
+            } else {
+                let st = self.core.view.lock();
+                let mut pending = self
+                    .core
+                    .allocating
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner());
+                let t = least_loaded(
+                    &self.core,
+                    &st,
+                    &pending,
+                    &self.entity_type,
+                    Some(&self.core.node),
+                );
+                if let Some(t) = &t {
+                    *pending.entry(t.node.clone()).or_default() += 1;
+                }
+                t
+            };
+            let core = Arc::clone(&self.core);
             self.deleting
                 .push(self.core.remote.runtime().spawn(async move {
                     if let Some((dkey, bytes)) = dedup {
@@ -1065,7 +1096,14 @@ where
                             tracing::warn!(error = %e, "cluster: a shard's dedup state was not written");
                         }
                     }
-                    let _ = store.delete_expect_revision(key, Some(rev)).await;
+                    let freed = store.delete_expect_revision(&key, Some(rev)).await;
+                    if let Some(t) = target {
+                        if freed.is_ok() {
+                            // Fails if another region allocated it first.
+                            let _ = store.create(&key, encode(&t)).await;
+                        }
+                        settle(&core, &t);
+                    }
                 }));
         }
     }
@@ -1124,6 +1162,39 @@ pub(crate) fn region_name(entity_type: &str, node: &str) -> String {
     format!("shard-{entity_type}-{node}")
 }
 
+/// The least-loaded live node that is not leaving (ties by name), other
+/// than `except`, counting the allocations this node has in flight.
+fn least_loaded(
+    core: &Core,
+    st: &crate::view::ViewState,
+    pending: &HashMap<String, usize>,
+    entity_type: &str,
+    except: Option<&str>,
+) -> Option<ShardRecord> {
+    core.view
+        .load(st, entity_type)
+        .into_iter()
+        .filter(|(node, _, _)| Some(node.as_str()) != except)
+        .map(|(node, inc, n)| {
+            let p = pending.get(&node).copied().unwrap_or(0);
+            (node, inc, n + p)
+        })
+        .min_by(|a, b| a.2.cmp(&b.2).then_with(|| a.0.cmp(&b.0)))
+        .map(|(node, inc, _)| ShardRecord {
+            node,
+            inc,
+            handoff: false,
+        })
+}
+
+/// An allocation to `target` counted in flight has been written (or not).
+fn settle(core: &Core, target: &ShardRecord) {
+    let mut pending = core.allocating.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(p) = pending.get_mut(&target.node) {
+        *p = p.saturating_sub(1);
+    }
+}
+
 /// One allocation step for `shard`, by compare-and-set (see the module
 /// docs); whatever the outcome, the region looks again when the view
 /// changes.
@@ -1135,20 +1206,7 @@ async fn allocate(core: &Core, entity_type: &str, shard: u32) {
         // (the view learns of them a moment after they are written: a
         // burst of allocations would all go to one node otherwise).
         let mut pending = core.allocating.lock().unwrap_or_else(|e| e.into_inner());
-        let target = core
-            .view
-            .load(&st, entity_type)
-            .into_iter()
-            .map(|(node, inc, n)| {
-                let p = pending.get(&node).copied().unwrap_or(0);
-                (node, inc, n + p)
-            })
-            .min_by(|a, b| a.2.cmp(&b.2).then_with(|| a.0.cmp(&b.0)))
-            .map(|(node, inc, _)| ShardRecord {
-                node,
-                inc,
-                handoff: false,
-            });
+        let target = least_loaded(core, &st, &pending, entity_type, None);
         if let (
             Some(t),
             Owner::Free
@@ -1161,12 +1219,7 @@ async fn allocate(core: &Core, entity_type: &str, shard: u32) {
         }
         (owner, target)
     };
-    let settle = |target: &ShardRecord| {
-        let mut pending = core.allocating.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(p) = pending.get_mut(&target.node) {
-            *p = p.saturating_sub(1);
-        }
-    };
+    let settle = |target: &ShardRecord| settle(core, target);
     let key = shard_key(entity_type, shard);
     let store: &kv::Store = &core.store;
     match owner {

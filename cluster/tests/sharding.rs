@@ -603,6 +603,91 @@ struct Record {
     handoff: bool,
 }
 
+/// A node joins a cluster that sends no messages: the rebalance gives it
+/// its share all the same. Each shard handed off is allocated at once to
+/// the least-loaded other node, not left free for its next message (the
+/// old owner then shed a round of shards after another, none of them
+/// taken: found by the benchmark, perf/cluster-bench.sh).
+#[test]
+fn a_rebalance_without_traffic_moves_the_shards_to_the_new_node() {
+    require_jetstream!();
+    let server = NatsServer::start();
+    let witness = Arc::new(Witness::default());
+    let fast = || {
+        settings()
+            .shards(40)
+            .rebalance(Duration::from_millis(300), Duration::from_millis(600), 1)
+    };
+    let strategy = || LeastShardStrategy {
+        absolute_limit: 4,
+        relative_limit: 1.0,
+    };
+    let a = Node::start_with(&server.url(), "a", &witness, fast(), strategy());
+    // Every shard allocated to a (alone): one entity each, then silence.
+    let ids: Vec<String> = (0..400).map(|i| format!("cart-{i}")).collect();
+    let mut covered = std::collections::HashSet::new();
+    for id in &ids {
+        if covered.insert(proscenium_cluster::shard_of(id, 40)) {
+            assert!(a.ask_where(id, GUARD).is_some());
+        }
+    }
+    assert_eq!(covered.len(), 40);
+    // The bucket's records, read from outside.
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let owners: Arc<Mutex<HashMap<String, String>>> = Arc::default();
+    {
+        let (url, owners) = (server.url(), Arc::clone(&owners));
+        rt.spawn(async move {
+            use futures_util::StreamExt;
+            let client = async_nats::connect(url).await.expect("watcher");
+            let kv = async_nats::jetstream::new(client)
+                .get_key_value("shop-shards")
+                .await
+                .expect("bucket");
+            let mut watch = kv.watch_with_history("s.counter.>").await.expect("watch");
+            while let Some(Ok(e)) = watch.next().await {
+                let record = (e.operation == async_nats::jetstream::kv::Operation::Put)
+                    .then(|| postcard::from_bytes::<Record>(&e.value).ok())
+                    .flatten();
+                let mut o = owners.lock().expect("owners");
+                match record {
+                    Some(r) if !r.handoff => {
+                        o.insert(e.key.clone(), r.node);
+                    }
+                    _ => {
+                        o.remove(&e.key);
+                    }
+                }
+            }
+        });
+    }
+    let count = |node: &str| {
+        owners
+            .lock()
+            .expect("owners")
+            .values()
+            .filter(|n| *n == node)
+            .count()
+    };
+    eventually("a holds the 40 shards", || count("a") == 40);
+    let b = Node::start_with(&server.url(), "b", &witness, fast(), strategy());
+    let joined = Instant::now();
+    eventually(
+        "b holds its share (20 of 40, within 2), with no message sent",
+        || count("b") >= 19 && count("a") >= 19,
+    );
+    eprintln!(
+        "no traffic: b holds {} shards and a {} after {:?}",
+        count("b"),
+        count("a"),
+        joined.elapsed()
+    );
+    witness.clean();
+    drop(rt);
+    a.finish();
+    b.finish();
+}
+
 /// A fourth node joins three: the coordinator rebalances once the
 /// membership is stable, until the nodes' shards are within 2 of each
 /// other; never more shards in hand-off at once than the round's limit
