@@ -235,6 +235,41 @@ impl Cluster {
                 remote.node()
             )));
         }
+        // This node in its own view too (the watch brings its lease back
+        // a moment after the write): until then an allocation here would
+        // not count it, and the shards its first messages need would all
+        // go to the other nodes (seen in a rolling restart: a restarted
+        // node's first messages put its old shards on the next node to
+        // restart, which moved them again).
+        let seen = block_on(&rt, {
+            let (view, me, inc) = (
+                Arc::clone(&view),
+                remote.node().to_owned(),
+                lease.incarnation(),
+            );
+            async move {
+                tokio::time::timeout(wait, async {
+                    loop {
+                        let present = {
+                            let st = view.lock();
+                            view.members(&st).iter().any(|(n, i)| *n == me && *i == inc)
+                        };
+                        if present {
+                            return;
+                        }
+                        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                    }
+                })
+                .await
+                .is_ok()
+            }
+        });
+        if !seen {
+            return Err(ClusterError::JetStream(format!(
+                "node `{}` did not see its own lease in the bucket within {wait:?}",
+                remote.node()
+            )));
+        }
         Ok(Cluster {
             core: Arc::new(Core {
                 remote: remote.clone(),
