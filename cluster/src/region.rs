@@ -20,22 +20,15 @@
 //!   compare-and-set (below); held messages go on once the view shows the
 //!   new owner.
 //!
-//! Allocation, by any region that needs a shard, every step a
-//! compare-and-set on the revision it read: a free shard is created for
-//! the least-loaded live node (ties by name); a shard of an expired lease
-//! is taken only after that lease has been deleted at the revision seen
-//! unchanged for the lease timeout (so the node that held it, fenced by its
-//! own clock before then, cannot renew and run it again); a shard of a
-//! deleted or replaced lease is updated to the new owner at once.
-//!
 //! A shard this node no longer owns by the view, or runs while it does not
 //! hold its lease, has its entities stopped: at a fence, every entity.
 //!
-//! Passivation: an entity idle for `passivate-idle` (default 2 minutes,
-//! Akka's), or the least recently used one when starting another would
-//! pass `max-active-entities`, is sent a PoisonPill (after what it was
-//! sent before, which it handles); messages for it from then on wait in
-//! the region, and once it has stopped they start its next incarnation.
+//! By concern, beside this file: `region/allocation.rs` (allocation and
+//! takeover by compare-and-set), `region/handoff.rs` (rebalance and leave:
+//! the draining hand-off, freeing a shard), `region/passivation.rs`
+//! (passivation, remember-entities), `region/singleton.rs` (the
+//! singleton's eager entity); `crate::reliable` (reliable delivery's
+//! producer and dedup state, used by the routing here).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::marker::PhantomData;
@@ -43,7 +36,6 @@ use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use async_nats::jetstream::kv;
 use proscenium::{Actor, ActorId, ActorRef, Context, Outcome, Props};
 use proscenium_remote::{RemoteRef, RemoteReply};
 use serde::de::DeserializeOwned;
@@ -51,9 +43,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::reliable::{Dedup, Producer, ReliableEntityRef, Seq, Verdict};
 use crate::shard::shard_of;
-use crate::store::{dedup_key, encode, lease_key, shard_key, ShardRecord};
 use crate::view::Owner;
 use crate::Core;
+
+mod allocation;
+mod handoff;
+mod passivation;
+mod singleton;
 
 /// Reliable delivery: a producer not heard from at a shard for this long
 /// is not handed on to the shard's next owner (its messages would be
@@ -418,47 +414,6 @@ where
         }
     }
 
-    /// A singleton's region (see `eager`).
-    pub(crate) fn singleton(mut self, id: String) -> Self {
-        self.eager = Some(id);
-        self
-    }
-
-    /// The singleton: allocated if its shard is free or orphaned, started
-    /// here if it is ours.
-    fn keep_singleton(&mut self, ctx: &mut Context<Self>) {
-        let Some(id) = self.eager.clone() else {
-            return;
-        };
-        let owner = {
-            let st = self.core.view.lock();
-            self.core.view.owner(&st, &self.entity_type, 0)
-        };
-        match owner {
-            Owner::Live { node, inc, token } => {
-                let ours = node == self.core.node
-                    && inc == self.core.lease.incarnation()
-                    && self.core.lease.holds()
-                    && !self.leaving;
-                let running = self.hosted.get(&0).is_some_and(|h| {
-                    h.inc == inc && h.token == token && h.entities.contains_key(&id)
-                });
-                if ours && !running {
-                    if self
-                        .hosted
-                        .get(&0)
-                        .is_some_and(|h| h.inc != inc || h.token != token)
-                    {
-                        self.unhost(ctx, 0, false);
-                    }
-                    self.spawn_entity(ctx, 0, inc, token, &id);
-                }
-            }
-            Owner::Free | Owner::Orphaned { .. } if !self.leaving => self.allocate(ctx, 0),
-            _ => {}
-        }
-    }
-
     /// Routes a message; behind the messages held for its shard, if any
     /// (per-sender order: a message never overtakes one held before it).
     fn route(&mut self, ctx: &mut Context<Self>, p: Pending<A::Msg>) {
@@ -764,194 +719,6 @@ where
         Some(e)
     }
 
-    /// Stops the entities of `shard` and forgets it; what waited for an
-    /// entity's next incarnation is routed again (to the shard's next
-    /// owner). A hand-off (`drain`) sends each its stop message (after
-    /// what it was sent before, which it handles) and stops what still
-    /// runs after `handoff-timeout`, keeping the shard's dedup state for
-    /// its next owner; otherwise (a fence, a lost allocation) they are
-    /// stopped at once.
-    fn unhost(&mut self, ctx: &mut Context<Self>, shard: u32, drain: bool) {
-        let Some(h) = self.hosted.remove(&shard) else {
-            return;
-        };
-        let mut waiting = Vec::new();
-        for (id, e) in h.entities {
-            let actor = e.actor.id();
-            self.by_actor.remove(&actor);
-            if self.stopping.insert(actor.clone(), shard).is_none() {
-                *self.stopping_in.entry(shard).or_default() += 1;
-            }
-            match (&e.passivating, drain) {
-                // Passivating: its PoisonPill is on its way already.
-                (Some(_), true) => {}
-                (None, true) => match &self.stop_message {
-                    Some(make) => e.actor.tell(make()),
-                    None => e.actor.poison_pill(),
-                },
-                (_, false) => ctx.stop(&actor),
-            }
-            if let Some(w) = e.passivating {
-                waiting.extend(w.into_iter().map(|(m, seq)| (id.clone(), m, seq)));
-            }
-        }
-        if drain {
-            self.freeing_dedup.insert(shard, h.dedup);
-            if self.stopping_in.contains_key(&shard) {
-                // Not cancelled when the hand-off ends first: it then finds
-                // nothing of the shard stopping.
-                let _timeout = ctx.tell_after(
-                    self.core.settings.handoff_timeout,
-                    RegionCmd::HandOffTimeout(shard),
-                );
-            }
-        }
-        for (id, msg, seq) in waiting {
-            self.route(ctx, Pending::fresh(id, msg, seq));
-        }
-    }
-
-    /// A hand-off of `shard` ran out of time: its entities still running
-    /// here are stopped at once.
-    fn hand_off_timed_out(&mut self, ctx: &mut Context<Self>, shard: u32) {
-        let late: Vec<ActorId> = self
-            .stopping
-            .iter()
-            .filter(|(_, s)| **s == shard)
-            .map(|(a, _)| a.clone())
-            .collect();
-        if !late.is_empty() {
-            tracing::warn!(
-                entity_type = %self.entity_type,
-                shard,
-                entities = late.len(),
-                "cluster: a hand-off ran past handoff-timeout: its entities are stopped"
-            );
-        }
-        for a in late {
-            ctx.stop(&a);
-        }
-    }
-
-    /// Entities running here and not passivating.
-    fn active(&self) -> usize {
-        self.hosted
-            .values()
-            .map(|h| {
-                h.entities
-                    .values()
-                    .filter(|e| e.passivating.is_none())
-                    .count()
-            })
-            .sum()
-    }
-
-    fn passivate(e: &mut Entity<A::Msg>) {
-        if e.passivating.is_none() {
-            e.passivating = Some(VecDeque::new());
-            e.actor.poison_pill();
-        }
-    }
-
-    fn passivate_least_recent(&mut self) {
-        let oldest = self
-            .hosted
-            .values_mut()
-            .flat_map(|h| h.entities.values_mut())
-            .filter(|e| e.passivating.is_none())
-            .min_by_key(|e| e.last);
-        if let Some(e) = oldest {
-            Self::passivate(e);
-        }
-    }
-
-    fn passivate_idle(&mut self) {
-        let Some(idle) = self.core.settings.passivate_idle else {
-            return;
-        };
-        for e in self
-            .hosted
-            .values_mut()
-            .flat_map(|h| h.entities.values_mut())
-        {
-            if e.passivating.is_none() && e.last.elapsed() >= idle {
-                Self::passivate(e);
-            }
-        }
-    }
-
-    fn remembering(&self) -> bool {
-        self.core.settings.remember_entities && self.eager.is_none()
-    }
-
-    /// Remember-entities: the remembered entities of the shards allocated
-    /// to this node, started if they do not run.
-    fn restart_remembered(&mut self, ctx: &mut Context<Self>) {
-        if !self.remembering() || !self.core.lease.holds() || self.leaving {
-            return;
-        }
-        let my_inc = self.core.lease.incarnation();
-        let mut orphans = Vec::new();
-        let due: Vec<(u32, u64, String)> = {
-            let st = self.core.view.lock();
-            let Some(shards) = st.remembered.get(&*self.entity_type) else {
-                return;
-            };
-            let mut due = Vec::new();
-            for (shard, ids) in shards {
-                let owner = self.core.view.owner(&st, &self.entity_type, *shard);
-                if !ids.is_empty() && matches!(owner, Owner::Free | Owner::Orphaned { .. }) {
-                    // Its owner is gone: allocated again, without waiting
-                    // for a message.
-                    orphans.push(*shard);
-                }
-                if let Owner::Live { node, inc, token } = owner {
-                    if node == self.core.node && inc == my_inc {
-                        for id in ids {
-                            let running = self.hosted.get(shard).is_some_and(|h| {
-                                h.inc == inc && h.token == token && h.entities.contains_key(id)
-                            });
-                            if !running {
-                                due.push((*shard, token, id.clone()));
-                            }
-                        }
-                    }
-                }
-            }
-            due
-        };
-        for shard in orphans {
-            self.allocate(ctx, shard);
-        }
-        for (shard, token, id) in due {
-            if self
-                .hosted
-                .get(&shard)
-                .is_some_and(|h| h.inc != my_inc || h.token != token)
-            {
-                self.unhost(ctx, shard, false);
-            }
-            self.spawn_entity(ctx, shard, my_inc, token, &id);
-        }
-    }
-
-    /// Remember-entities: `id` written to the bucket (or removed).
-    fn remember(&self, shard: u32, id: &str, on: bool) {
-        if !self.remembering() {
-            return;
-        }
-        let key = crate::store::remembered_key(&self.entity_type, shard, id);
-        let store = self.core.store.clone();
-        let value = bytes::Bytes::copy_from_slice(id.as_bytes());
-        self.core.remote.runtime().spawn(async move {
-            if on {
-                let _ = store.create(&key, value).await;
-            } else {
-                let _ = store.delete(&key).await;
-            }
-        });
-    }
-
     fn recheck(&mut self, ctx: &mut Context<Self>) {
         // AcqRel: pairs with the listeners' swap; whatever changed before
         // this clear is seen by this look, and a change after it asks for
@@ -1004,150 +771,6 @@ where
             self.route(ctx, Pending::fresh(id, msg, Some(seq)));
         }
     }
-
-    fn allocate(&mut self, ctx: &mut Context<Self>, shard: u32) {
-        if !self.allocating.insert(shard) {
-            return;
-        }
-        let core = Arc::clone(&self.core);
-        let entity_type = Arc::clone(&self.entity_type);
-        let task = self
-            .core
-            .remote
-            .runtime()
-            .spawn(async move { allocate(&core, &entity_type, shard).await });
-        ctx.pipe_to_self(task, move |_| RegionCmd::Allocated(shard));
-    }
-
-    /// Leaving: every hosted shard's entities stopped, its record deleted
-    /// (compare-and-set on its revision): free for the others.
-    ///
-    /// A shard is freed only once every entity of it has terminated here
-    /// (its post_stop run): a new owner never starts one while the old one
-    /// still runs.
-    fn hand_off_all(&mut self, ctx: &mut Context<Self>, done: tokio::sync::oneshot::Sender<()>) {
-        self.leaving = true;
-        let shards: Vec<(u32, u64)> = self.hosted.iter().map(|(s, h)| (*s, h.token)).collect();
-        self.hand_off_done = Some(done);
-        for (shard, token) in shards {
-            self.freeing.insert(shard, token);
-            self.unhost(ctx, shard, true);
-            self.free_if_stopped(shard);
-        }
-        self.free_ready();
-    }
-
-    /// `shard` is being freed and none of its entities runs here any more:
-    /// its record deleted (compare-and-set at the revision it was handed
-    /// off or allocated at).
-    fn free_if_stopped(&mut self, shard: u32) {
-        if self.stopping_in.get(&shard).is_some_and(|n| *n > 0) {
-            return;
-        }
-        if let Some(rev) = self.freeing.remove(&shard) {
-            let store = self.core.store.clone();
-            let key = shard_key(&self.entity_type, shard);
-            // Reliable delivery's record of what the entities were handed,
-            // for the next owner: written before the record is freed, so
-            // the next owner (which gets the shard after the delete, in
-            // the bucket's order) finds it.
-            let dedup = self
-                .freeing_dedup
-                .remove(&shard)
-                .and_then(|d| d.encode(DEDUP_KEEP))
-                .map(|b| (dedup_key(&self.entity_type, shard), b));
-            // A rebalance's hand-off: allocated at once to the least-loaded
-            // other node (counted in flight, so that a hand-off of many
-            // goes to many), not left for its next message: a rebalance
-            // without traffic would otherwise free shards that no one
-            // takes, round after round. A leave's shards are left free:
-            // taken by their next message, by the least-loaded node then,
-            // which in a rolling restart is the node just started again
-            // (allocated at once, they went to the next node to restart,
-            // and moved again).
-            let target = if self.leaving {
-                None
-            } else {
-                let st = self.core.view.lock();
-                let mut pending = self
-                    .core
-                    .allocating
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner());
-                let t = least_loaded(
-                    &self.core,
-                    &st,
-                    &pending,
-                    &self.entity_type,
-                    Some(&self.core.node),
-                );
-                if let Some(t) = &t {
-                    *pending.entry(t.node.clone()).or_default() += 1;
-                }
-                t
-            };
-            let core = Arc::clone(&self.core);
-            self.deleting
-                .push(self.core.remote.runtime().spawn(async move {
-                    if let Some((dkey, bytes)) = dedup {
-                        if let Err(e) = store.put(dkey, bytes).await {
-                            // At least once then: the next owner may hand
-                            // over again what this one confirmed.
-                            tracing::warn!(error = %e, "cluster: a shard's dedup state was not written");
-                        }
-                    }
-                    let freed = store.delete_expect_revision(&key, Some(rev)).await;
-                    if let Some(t) = target {
-                        if freed.is_ok() {
-                            // Fails if another region allocated it first.
-                            let _ = store.create(&key, encode(&t)).await;
-                        }
-                        settle(&core, &t);
-                    }
-                }));
-        }
-    }
-
-    /// Leaving: once every shard handed off is freed, the hand-off is done.
-    fn free_ready(&mut self) {
-        self.deleting.retain(|d| !d.is_finished());
-        if !self.freeing.is_empty() {
-            return;
-        }
-        let Some(done) = self.hand_off_done.take() else {
-            return;
-        };
-        let deleting = std::mem::take(&mut self.deleting);
-        self.core.remote.runtime().spawn(async move {
-            for d in deleting {
-                let _ = d.await;
-            }
-            let _ = done.send(());
-        });
-    }
-
-    /// Rebalance: the shards this node is asked to hand off are stopped
-    /// here and freed once their entities have terminated.
-    fn hand_off_asked(&mut self, ctx: &mut Context<Self>) {
-        let my_inc = self.core.lease.incarnation();
-        let asked: Vec<(u32, u64)> = {
-            let st = self.core.view.lock();
-            let Some(records) = st.shards.get(&*self.entity_type) else {
-                return;
-            };
-            records
-                .iter()
-                .filter(|(_, (r, _))| r.handoff && r.node == self.core.node && r.inc == my_inc)
-                .map(|(s, (_, rev))| (*s, *rev))
-                .filter(|(s, _)| !self.freeing.contains_key(s))
-                .collect()
-        };
-        for (shard, rev) in asked {
-            self.freeing.insert(shard, rev);
-            self.unhost(ctx, shard, true);
-            self.free_if_stopped(shard);
-        }
-    }
 }
 
 /// A message a region could not hold (its buffer was full): a dead letter.
@@ -1160,101 +783,6 @@ pub struct HeldOverflow {
 
 pub(crate) fn region_name(entity_type: &str, node: &str) -> String {
     format!("shard-{entity_type}-{node}")
-}
-
-/// The least-loaded live node that is not leaving (ties by name), other
-/// than `except`, counting the allocations this node has in flight.
-fn least_loaded(
-    core: &Core,
-    st: &crate::view::ViewState,
-    pending: &HashMap<String, usize>,
-    entity_type: &str,
-    except: Option<&str>,
-) -> Option<ShardRecord> {
-    core.view
-        .load(st, entity_type)
-        .into_iter()
-        .filter(|(node, _, _)| Some(node.as_str()) != except)
-        .map(|(node, inc, n)| {
-            let p = pending.get(&node).copied().unwrap_or(0);
-            (node, inc, n + p)
-        })
-        .min_by(|a, b| a.2.cmp(&b.2).then_with(|| a.0.cmp(&b.0)))
-        .map(|(node, inc, _)| ShardRecord {
-            node,
-            inc,
-            handoff: false,
-        })
-}
-
-/// An allocation to `target` counted in flight has been written (or not).
-fn settle(core: &Core, target: &ShardRecord) {
-    let mut pending = core.allocating.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(p) = pending.get_mut(&target.node) {
-        *p = p.saturating_sub(1);
-    }
-}
-
-/// One allocation step for `shard`, by compare-and-set (see the module
-/// docs); whatever the outcome, the region looks again when the view
-/// changes.
-async fn allocate(core: &Core, entity_type: &str, shard: u32) {
-    let (owner, target) = {
-        let st = core.view.lock();
-        let owner = core.view.owner(&st, entity_type, shard);
-        // Least loaded, counting the allocations this node has in flight
-        // (the view learns of them a moment after they are written: a
-        // burst of allocations would all go to one node otherwise).
-        let mut pending = core.allocating.lock().unwrap_or_else(|e| e.into_inner());
-        let target = least_loaded(core, &st, &pending, entity_type, None);
-        if let (
-            Some(t),
-            Owner::Free
-            | Owner::Orphaned {
-                lease_rev: None, ..
-            },
-        ) = (&target, &owner)
-        {
-            *pending.entry(t.node.clone()).or_default() += 1;
-        }
-        (owner, target)
-    };
-    let settle = |target: &ShardRecord| settle(core, target);
-    let key = shard_key(entity_type, shard);
-    let store: &kv::Store = &core.store;
-    match owner {
-        Owner::Live { .. } | Owner::HandingOff { .. } => {}
-        Owner::Free => {
-            if let Some(target) = target {
-                let _ = store.create(&key, encode(&target)).await;
-                settle(&target);
-            }
-        }
-        Owner::Orphaned {
-            record_rev,
-            node,
-            lease_rev,
-        } => {
-            if let Some(lease_rev) = lease_rev {
-                // Seen unchanged for the lease timeout here: deleted at that
-                // revision (fails if it was renewed meanwhile), and only
-                // then is its shard taken (at the next look).
-                if let Err(e) = store
-                    .delete_expect_revision(lease_key(&node), Some(lease_rev))
-                    .await
-                {
-                    tracing::debug!(node, error = %e, "cluster: an expired lease was not deleted");
-                } else {
-                    tracing::info!(node, "cluster: a node's lease expired: deleted");
-                }
-                return;
-            }
-            if let Some(target) = target {
-                let _ = store.update(&key, encode(&target), record_rev).await;
-                settle(&target);
-            }
-        }
-    }
 }
 
 impl<A> Actor for RegionActor<A>
