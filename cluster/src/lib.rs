@@ -213,21 +213,9 @@ impl Cluster {
             Arc::clone(&leave),
         ));
         let wait = settings.lease_timeout * 2 + connect_timeout;
-        let held = block_on(&rt, {
+        let held = wait_for(&rt, wait, {
             let lease = Arc::clone(&lease);
-            async move {
-                tokio::time::timeout(wait, async {
-                    loop {
-                        let changed = lease.changed.notified();
-                        if lease.holds() {
-                            return;
-                        }
-                        changed.await;
-                    }
-                })
-                .await
-                .is_ok()
-            }
+            move || lease.holds()
         });
         if !held {
             return Err(ClusterError::JetStream(format!(
@@ -241,27 +229,15 @@ impl Cluster {
         // go to the other nodes (seen in a rolling restart: a restarted
         // node's first messages put its old shards on the next node to
         // restart, which moved them again).
-        let seen = block_on(&rt, {
+        let seen = wait_for(&rt, wait, {
             let (view, me, inc) = (
                 Arc::clone(&view),
                 remote.node().to_owned(),
                 lease.incarnation(),
             );
-            async move {
-                tokio::time::timeout(wait, async {
-                    loop {
-                        let present = {
-                            let st = view.lock();
-                            view.members(&st).iter().any(|(n, i)| *n == me && *i == inc)
-                        };
-                        if present {
-                            return;
-                        }
-                        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-                    }
-                })
-                .await
-                .is_ok()
+            move || {
+                let st = view.lock();
+                view.members(&st).iter().any(|(n, i)| *n == me && *i == inc)
             }
         });
         if !seen {
@@ -665,6 +641,24 @@ impl<M> RegionOptions<M> {
         self.stop_message = Some(Arc::new(make));
         self
     }
+}
+
+/// Whether `ready` holds within `wait`, looked at every 5 ms (join's
+/// one-time waits).
+fn wait_for(
+    rt: &tokio::runtime::Handle,
+    wait: std::time::Duration,
+    ready: impl Fn() -> bool + Send + Sync,
+) -> bool {
+    block_on(rt, async move {
+        tokio::time::timeout(wait, async {
+            while !ready() {
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            }
+        })
+        .await
+        .is_ok()
+    })
 }
 
 fn block_on<F: std::future::Future + Send>(rt: &tokio::runtime::Handle, f: F) -> F::Output

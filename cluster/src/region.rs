@@ -56,6 +56,10 @@ mod singleton;
 /// resent within `reliable-resend-after`, long before).
 const DEDUP_KEEP: Duration = Duration::from_secs(600);
 
+/// How often the hosted shards' dedup state is pruned of producers not
+/// heard from within `DEDUP_KEEP`.
+const DEDUP_PRUNE_EVERY: Duration = Duration::from_secs(60);
+
 /// Reliable delivery: the most confirmations in one message (ids of up to
 /// a few hundred bytes each, under a 1 MiB payload).
 const CONFIRMS_PER_MESSAGE: usize = 1024;
@@ -372,6 +376,9 @@ pub(crate) struct RegionActor<A: Actor> {
     /// A look (`Recheck`) is asked for and not yet begun: the listeners
     /// ask again only once it has.
     pub(crate) recheck_asked: Arc<std::sync::atomic::AtomicBool>,
+    /// When the hosted shards' dedup state was last pruned (once a
+    /// minute at most: it walks every entry).
+    pruned_at: Instant,
 }
 
 impl<A> RegionActor<A>
@@ -411,6 +418,7 @@ where
             confirms_due: false,
             freeing_dedup: HashMap::new(),
             recheck_asked: Arc::default(),
+            pruned_at: Instant::now(),
         }
     }
 
@@ -567,11 +575,13 @@ where
         }
         let Pending { id, msg, seq, .. } = p;
         let hosted = self.host(shard, inc, token);
-        let passivating = hosted
-            .entities
-            .get(&id)
-            .is_some_and(|e| e.passivating.is_some());
         if let Some(seq) = &seq {
+            // A reliable message for a passivating entity waits unchecked
+            // (and unconfirmed) for its next incarnation.
+            let passivating = hosted
+                .entities
+                .get(&id)
+                .is_some_and(|e| e.passivating.is_some());
             if !passivating {
                 match hosted.dedup.check(&id, seq) {
                     Verdict::Next => hosted.dedup.accept(&id, seq),
@@ -725,6 +735,12 @@ where
         // another.
         self.recheck_asked
             .swap(false, std::sync::atomic::Ordering::AcqRel);
+        if self.pruned_at.elapsed() >= DEDUP_PRUNE_EVERY {
+            self.pruned_at = Instant::now();
+            for h in self.hosted.values_mut() {
+                h.dedup.prune(DEDUP_KEEP);
+            }
+        }
         if self.eager.is_none() && !self.core.settings.remember_entities {
             self.passivate_idle();
         }

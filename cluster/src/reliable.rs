@@ -24,7 +24,7 @@
 //! before the entity handles it loses it with the entity's in-memory
 //! state, as Akka's sharding without its own confirmation does.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -70,6 +70,8 @@ pub(crate) struct Producer<M> {
     pub(crate) id: u64,
     node: String,
     entities: HashMap<String, Outgoing<M>>,
+    /// The entities with messages unconfirmed (what `due` looks at).
+    waiting: HashSet<String>,
     /// Unconfirmed messages, all entities together (shared with the refs,
     /// which refuse past the limit).
     pub(crate) unconfirmed: Arc<AtomicUsize>,
@@ -81,6 +83,7 @@ impl<M> Producer<M> {
             id: crate::lease::random_u64(),
             node,
             entities: HashMap::new(),
+            waiting: HashSet::new(),
             unconfirmed,
         }
     }
@@ -99,6 +102,7 @@ impl<M> Producer<M> {
             });
         if out.buffer.is_empty() {
             out.progress = Instant::now();
+            self.waiting.insert(id.to_owned());
         }
         let seq = out.next;
         out.next += 1;
@@ -130,6 +134,9 @@ impl<M> Producer<M> {
         }
         // The entry stays when all is confirmed: its numbering goes on
         // (an owner would take a restart from 1 for duplicates).
+        if out.buffer.is_empty() {
+            self.waiting.remove(id);
+        }
     }
 
     /// What has waited `after` since the last progress: sent again, at most
@@ -143,7 +150,10 @@ impl<M> Producer<M> {
         skip: impl Fn(&str) -> bool,
     ) -> Vec<(String, M, Seq)> {
         let mut out = Vec::new();
-        for (id, o) in &mut self.entities {
+        for id in &self.waiting {
+            let Some(o) = self.entities.get_mut(id) else {
+                continue;
+            };
             if o.buffer.is_empty() || o.progress.elapsed() < after || skip(id) {
                 continue;
             }
@@ -233,6 +243,17 @@ impl Dedup {
         );
     }
 
+    /// Forgets the producers not heard from within `keep` (an owner with
+    /// no state for a producer takes its first unconfirmed number as the
+    /// next: nothing confirmed is sent again, so nothing is handed over
+    /// twice unless a confirmation stayed lost for all of `keep`).
+    pub(crate) fn prune(&mut self, keep: Duration) {
+        self.entities.retain(|_, p| {
+            p.retain(|_, s| s.last.elapsed() < keep);
+            !p.is_empty()
+        });
+    }
+
     /// The state to hand to the shard's next owner: producers heard from
     /// within `keep`. `None` when there is nothing.
     pub(crate) fn encode(&self, keep: Duration) -> Option<Bytes> {
@@ -287,7 +308,10 @@ impl Dedup {
 ///
 /// The region keeps at most `buffer-size` unconfirmed messages, all its
 /// reliable refs together: past that [`tell`](Self::tell) refuses,
-/// nothing is dropped. The sending node's own crash loses what it had not
+/// nothing is dropped. It also keeps, for every entity it ever sent to
+/// reliably, that entity's next number (a few dozen bytes and the id: a
+/// numbering that started again would be taken for duplicates); an
+/// owner forgets a producer not heard from for ten minutes. The sending node's own crash loses what it had not
 /// had confirmed.
 pub struct ReliableEntityRef<M: Send + 'static> {
     pub(crate) region: ActorRef<RegionCmd<M>>,
@@ -370,6 +394,24 @@ mod tests {
         // No state, the producer's first unconfirmed is 7: 7 is next.
         assert_eq!(d.check("g", &seq(1, 7, 7)), Verdict::Next);
         assert_eq!(d.check("g", &seq(1, 6, 7)), Verdict::Duplicate);
+    }
+
+    #[test]
+    fn a_pruned_owner_takes_the_first_unconfirmed_number_as_the_next() {
+        let mut d = Dedup::default();
+        d.accept("e", &seq(1, 5, 1));
+        d.prune(Duration::from_secs(60));
+        assert_eq!(
+            d.check("e", &seq(1, 6, 1)),
+            Verdict::Next,
+            "kept: heard from just now"
+        );
+        d.prune(Duration::ZERO);
+        // Forgotten: 6 is next only if the producer says 1 to 5 are
+        // confirmed (its first unconfirmed is 6), never 1 again.
+        assert_eq!(d.check("e", &seq(1, 6, 6)), Verdict::Next);
+        assert_eq!(d.check("e", &seq(1, 5, 6)), Verdict::Duplicate);
+        assert_eq!(d.check("e", &seq(1, 7, 6)), Verdict::Gap);
     }
 
     #[test]

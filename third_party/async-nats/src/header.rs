@@ -539,6 +539,9 @@ macro_rules! standard_headers {
             fn as_str(&self) -> &'static str {
                 match *self {
                     $(
+                    // SAFETY: `$bytes` is one of the byte-string literals of
+                    // the `standard_headers!` invocation below, all ASCII
+                    // header names: valid UTF-8.
                     StandardHeader::$variant => unsafe { std::str::from_utf8_unchecked( $bytes ) },
                     )+
                 }
@@ -674,6 +677,9 @@ impl CustomHeader {
 
     #[inline]
     pub(crate) fn as_str(&self) -> &str {
+        // SAFETY: every constructor of `CustomHeader` (`from_static`,
+        // `From<String>`, `From<&str>`) takes its bytes from a `str`, and
+        // `bytes` is never changed after: valid UTF-8.
         unsafe { std::str::from_utf8_unchecked(self.bytes.as_ref()) }
     }
 }

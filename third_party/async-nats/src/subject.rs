@@ -42,6 +42,7 @@ impl Subject {
     ///
     /// let bytes = Bytes::from_static(b"Static string");
     ///
+    /// // SAFETY: the bytes are a UTF-8 string literal's.
     /// let subject = unsafe { Subject::from_bytes_unchecked(bytes) };
     /// assert_eq!(subject.as_str(), "Static string");
     /// ```
@@ -247,11 +248,10 @@ impl Deref for Subject {
     type Target = str;
 
     fn deref(&self) -> &Self::Target {
-        // SAFETY: It is safe to perform an unchecked conversion from bytes to a string slice
-        // here because we guarantee that the bytes in the `Subject` struct are valid UTF-8.
-        // This is enforced during the construction of `Subject` through the `from_static`,
-        // and `from_utf8` methods. In both cases, the input is either checked for UTF-8 validity or
-        // known to be valid UTF-8 as a static string.
+        // The bytes in a `Subject` are valid UTF-8: `from_static` and
+        // `from_utf8` check it or take a static string, and
+        // `from_bytes_unchecked` makes its caller promise it.
+        // SAFETY: valid UTF-8, as above.
         unsafe { std::str::from_utf8_unchecked(&self.bytes) }
     }
 }
