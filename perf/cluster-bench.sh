@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 36's sharding benchmarks (BENCHMARKS.md, "Cluster sharding"):
-# cluster/examples/bench_node.rs as OS processes on one JetStream server,
+# cluster/examples/cluster_bench_node.rs as OS processes on one JetStream server,
 # ROUNDS rounds, each on a fresh server (so a fresh bucket), medians
 # reported. A round:
 #
@@ -61,8 +61,8 @@ if [ -z "$NATS" ] || [ ! -x "$NATS" ]; then
 fi
 
 echo "== building (release)"
-cargo build --release -q -p proscenium-cluster --example bench_node
-bin=target/release/examples/bench_node
+cargo build --release -q -p proscenium-cluster --example cluster_bench_node
+bin=target/release/examples/cluster_bench_node
 
 # Processes of this run, by role; stopped on exit.
 declare -A pid=()

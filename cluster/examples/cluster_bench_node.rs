@@ -4,8 +4,8 @@
 //!
 //! ```sh
 //! nats-server -js -sd /tmp/js -p 4222 &       # 2.11 or later
-//! cargo build --release -p proscenium-cluster --example bench_node
-//! B=target/release/examples/bench_node
+//! cargo build --release -p proscenium-cluster --example cluster_bench_node
+//! B=target/release/examples/cluster_bench_node
 //! $B node nats://127.0.0.1:4222 a &           # then type commands into each
 //! $B node nats://127.0.0.1:4222 b
 //! $B watch nats://127.0.0.1:4222              # one line per write to the bucket
@@ -557,7 +557,7 @@ impl Node {
     }
 }
 
-const USAGE: &str = "usage: bench_node node <nats-url> <node> [--lease-ms N] [--rebalance-ms N] \
+const USAGE: &str = "usage: cluster_bench_node node <nats-url> <node> [--lease-ms N] [--rebalance-ms N] \
                      [--shards N] | watch <nats-url>";
 
 fn node(url: &str, name: &str, options: &[String]) -> Result<(), Box<dyn std::error::Error>> {
