@@ -557,7 +557,8 @@ impl Node {
     }
 }
 
-const USAGE: &str = "usage: cluster_bench_node node <nats-url> <node> [--lease-ms N] [--rebalance-ms N] \
+const USAGE: &str =
+    "usage: cluster_bench_node node <nats-url> <node> [--lease-ms N] [--rebalance-ms N] \
                      [--shards N] | watch <nats-url>";
 
 fn node(url: &str, name: &str, options: &[String]) -> Result<(), Box<dyn std::error::Error>> {

@@ -10,9 +10,15 @@
 //! activation, stop and delivery of an entity with its fencing token and
 //! the machine's monotonic time: reliable messages across a SIGTERM
 //! (issue 36, check 4), a node paused with SIGSTOP past its lease (check
-//! 3), a rolling restart (check 6), the singleton killed and handed over
-//! (check 8); in all, the witness (check 2): no entity ever acts in two
-//! activations at once, and tokens only rise.
+//! 3), a fourth node joining (check 5: the rebalance read from the
+//! bucket's history), a rolling restart (check 6), passivation by idle
+//! time and by a limit (check 7), the singleton killed and handed over
+//! (check 8), the nats-server restarted briefly and down past the lease
+//! (check 9), remember-entities after a SIGKILL (check 10), and a node
+//! cut from NATS by a TCP proxy while its entities tick on (check 12); in
+//! all, the witness (check 2): no entity ever acts in two activations at
+//! once, and tokens only rise. (Check 11, permissions, is
+//! tests/permissions.rs.)
 
 mod support;
 
@@ -23,7 +29,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use support::{require_jetstream, NatsServer, GUARD};
+use support::{eventually, require_jetstream, BucketWatch, NatsServer, Proxy, GUARD};
 
 /// An example binary, built by `cargo test` next to the test binaries.
 fn example_binary(name: &str) -> PathBuf {
@@ -56,8 +62,14 @@ impl Node {
     }
 
     fn start_example(example: &str, url: &str, name: &str, lease_ms: u64) -> Node {
+        Node::start_args(example, url, name, &["--lease-ms", &lease_ms.to_string()])
+    }
+
+    /// The example `example` as node `name` on `url`, with `options`.
+    fn start_args(example: &str, url: &str, name: &str, options: &[&str]) -> Node {
         let mut child = Command::new(example_binary(example))
-            .args([url, name, "--lease-ms", &lease_ms.to_string()])
+            .args([url, name])
+            .args(options)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -110,6 +122,49 @@ impl Node {
             self.seen.push(l);
         }
         &self.seen
+    }
+
+    /// Waits until a line starting with `prefix` has been printed (at any
+    /// time: lines read before are searched too), and returns it.
+    fn saw(&mut self, prefix: &str) -> String {
+        let mut found = None;
+        eventually(&format!("a line {prefix:?}"), || {
+            found = self.drain().iter().find(|l| l.starts_with(prefix)).cloned();
+            found.is_some()
+        });
+        found.expect("found")
+    }
+
+    /// The entities of the type (not the singleton) running here by its
+    /// output so far: started and not stopped since.
+    fn live(&mut self) -> std::collections::HashSet<String> {
+        let mut live = std::collections::HashSet::new();
+        let of_type = |e: &Event| match e {
+            Event::Start { id, .. } | Event::Stop { id } => id.starts_with("acct-"),
+            _ => false,
+        };
+        for e in events(self.drain()).into_iter().filter(of_type) {
+            match e {
+                Event::Start { id, .. } => {
+                    live.insert(id);
+                }
+                Event::Stop { id } => {
+                    live.remove(&id);
+                }
+                _ => {}
+            }
+        }
+        live
+    }
+
+    /// This node's incarnation, and whether it is fenced.
+    fn incarnation(&mut self) -> (String, bool) {
+        let line = self.run("inc", "inc");
+        let w: Vec<&str> = line.split_whitespace().collect();
+        match w.as_slice() {
+            ["inc", inc, fenced] => ((*inc).to_owned(), *fenced == "fenced=true"),
+            _ => panic!("an inc line: {line:?}"),
+        }
     }
 
     /// Every line until the process has ended (its output closed).
@@ -239,6 +294,12 @@ enum Event {
         token: u64,
         ns: u128,
     },
+    /// The entity's own timer: it acts (as one that writes to a store).
+    Tick {
+        id: String,
+        token: u64,
+        ns: u128,
+    },
 }
 
 /// The witness events of a node's output, in its order.
@@ -263,6 +324,11 @@ fn events(lines: &[String]) -> Vec<Event> {
                     token: token.parse().ok()?,
                     ns: ns.parse().ok()?,
                 },
+                ["tick", id, token, ns] => Event::Tick {
+                    id: (*id).to_owned(),
+                    token: token.parse().ok()?,
+                    ns: ns.parse().ok()?,
+                },
                 _ => return None,
             })
         })
@@ -281,7 +347,7 @@ struct Activation {
 
 /// The witness (issue 36, check 2), from every node's output: per entity,
 /// its activations never act at the same time (each one's span, from its
-/// start to its last delivery, is disjoint from every other's), and an
+/// start to its last delivery or tick, is disjoint from every other's), and an
 /// activation that starts later never has a lower token.
 fn witness(nodes: &[(&str, &[String])]) -> HashMap<String, Vec<Activation>> {
     let mut by_entity: HashMap<String, Vec<Activation>> = HashMap::new();
@@ -299,7 +365,7 @@ fn witness(nodes: &[(&str, &[String])]) -> HashMap<String, Vec<Activation>> {
                     });
                     open.insert(id, acts.len() - 1);
                 }
-                Event::Got { id, ns, .. } => {
+                Event::Got { id, ns, .. } | Event::Tick { id, ns, .. } => {
                     let i = open[&id];
                     let a = &mut by_entity.get_mut(&id).expect("started")[i];
                     a.last = a.last.max(ns);
@@ -827,4 +893,378 @@ fn the_singleton_moves_on_a_kill_and_is_handed_over_on_a_sigterm() {
         .collect();
     let acts = witness(&labelled);
     assert_eq!(acts["ledger"].len(), 3, "{:?}", acts["ledger"]);
+}
+
+/// The ids of `acct-0` to `acct-<n-1>` that got number `k` from anyone,
+/// in `nodes`' output so far.
+fn got(nodes: &mut [&mut Node], k: u64) -> std::collections::HashSet<String> {
+    let mut ids = std::collections::HashSet::new();
+    for x in nodes.iter_mut() {
+        for e in events(x.drain()) {
+            if let Event::Got { id, n, .. } = e {
+                if n == k && id.starts_with("acct-") {
+                    ids.insert(id);
+                }
+            }
+        }
+    }
+    ids
+}
+
+/// Told number `k` to `acct-0` to `acct-<n-1>` from `nodes[from]` until
+/// every one of them got it (delivery is at most once: a message in
+/// flight to a node that leaves or is cut may be lost, and is sent again
+/// every second).
+fn touch_all(nodes: &mut [&mut Node], from: usize, n: u64, k: u64) {
+    let mut sent: Option<Instant> = None;
+    let deadline = Instant::now() + GUARD;
+    loop {
+        if sent.is_none_or(|t| t.elapsed() > Duration::from_secs(1)) {
+            nodes[from].run(&format!("touch {n} {k}"), "touched");
+            sent = Some(Instant::now());
+        }
+        let have = got(nodes, k).len() as u64;
+        if have >= n {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{have} of {n} got {k}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Every node's output to its end (each asked to exit first), labelled.
+fn finish(nodes: Vec<(&str, Node)>) -> Vec<(String, Vec<String>)> {
+    nodes
+        .into_iter()
+        .map(|(name, mut x)| {
+            x.run("exit", "terminated");
+            (name.to_owned(), x.drain_to_end().to_vec())
+        })
+        .collect()
+}
+
+fn labelled(out: &[(String, Vec<String>)]) -> Vec<(&str, &[String])> {
+    out.iter()
+        .map(|(l, lines)| (l.as_str(), &lines[..]))
+        .collect()
+}
+
+/// Issue 36, check 5, as OS processes: a fourth node joins three that hold
+/// all 60 shards; the coordinator rebalances until every node's shards
+/// are within 2 of the others', and never are more shards in hand-off at
+/// once than the round's limit (4), both read from the bucket's history by
+/// a watcher outside the nodes. Every entity answers afterwards, and the
+/// witness is clean.
+#[test]
+fn a_fourth_process_joins_and_the_shards_rebalance_within_the_hand_off_limit() {
+    require_jetstream!();
+    let _one_at_a_time = serial();
+    let server = NatsServer::start();
+    let limit = 4;
+    let options = [
+        "--lease-ms",
+        "2000",
+        "--shards",
+        "60",
+        "--rebalance-ms",
+        "300",
+        "--limit",
+        "4",
+    ];
+    let start = |name| Node::start_args("witness_node", &server.url(), name, &options);
+    let mut nodes = vec![("a", start("a")), ("b", start("b")), ("c", start("c"))];
+    // From the start of the bucket's history (which the nodes made).
+    let watch = BucketWatch::start(&server.url(), "witness", "acct");
+    // 600 ids cover the 60 shards (a stable hash: the same every run).
+    let n = 600;
+    nodes[0].1.run(&format!("touch {n} 0"), "touched");
+    eventually("the 60 shards allocated", || {
+        watch.with(|s| s.owners.len()) == 60
+    });
+    let spread =
+        |names: &[&str]| -> Vec<usize> { watch.with(|s| names.iter().map(|x| s.of(x)).collect()) };
+    eprintln!("three nodes: shards {:?}", spread(&["a", "b", "c"]));
+    nodes.push(("d", start("d")));
+    let joined = Instant::now();
+    let names = ["a", "b", "c", "d"];
+    let mut last = Vec::new();
+    eventually("within 2 of each other, d included", || {
+        last = spread(&names);
+        let (lo, hi) = (last.iter().min(), last.iter().max());
+        last.iter().sum::<usize>() == 60 && hi.zip(lo).is_some_and(|(h, l)| h - l <= 2)
+    });
+    let most = watch.with(|s| s.most_in_hand_off);
+    eprintln!(
+        "d joined: shards {last:?} (a, b, c, d) {:?} later; at most {most} in hand-off at once \
+         (limit {limit})",
+        joined.elapsed()
+    );
+    assert!(most <= limit, "{most} shards in hand-off at once");
+    assert!(most > 0, "no shard was handed off");
+    let mut refs: Vec<&mut Node> = nodes.iter_mut().map(|(_, x)| x).collect();
+    touch_all(&mut refs, 3, n, 1);
+    let out = finish(nodes);
+    witness(&labelled(&out));
+}
+
+/// Issue 36, check 7, as OS processes. Passivation by idle time: an
+/// entity sent nothing for 300 ms stops, and its next message starts it
+/// again. By a limit of 3 active entities: starting one more passivates
+/// the least recently used; a message sent to an entity while it
+/// passivates (its PoisonPill queued behind 300 ms of work) waits for its
+/// stop and reaches its next incarnation.
+#[test]
+fn processes_passivate_idle_entities_and_past_the_limit_and_keep_their_messages() {
+    require_jetstream!();
+    let _one_at_a_time = serial();
+    let server = NatsServer::start();
+    let ns_of = |line: &str| -> u128 {
+        line.rsplit(' ')
+            .next()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("ns in {line:?}"))
+    };
+    // By idle time.
+    let mut a = Node::start_args(
+        "witness_node",
+        &server.url(),
+        "a",
+        &["--lease-ms", "2000", "--idle-ms", "300"],
+    );
+    a.run("tell acct-1 5", "told");
+    let last_got = ns_of(&a.saw("got acct-1 a 5 "));
+    let stopped = ns_of(&a.saw("stop acct-1 "));
+    let idle = Duration::from_nanos(u64::try_from(stopped - last_got).expect("ns"));
+    eprintln!("idle 300 ms: passivated {idle:?} after its last message");
+    assert!(idle >= Duration::from_millis(250), "{idle:?}");
+    a.run("tell acct-1 6", "told");
+    a.saw("got acct-1 a 6 ");
+    let starts = events(a.drain())
+        .iter()
+        .filter(|e| matches!(e, Event::Start { id, .. } if id == "acct-1"))
+        .count();
+    assert_eq!(starts, 2, "a new incarnation");
+    let mut out = finish(vec![("a", a)]);
+
+    // By a limit of active entities.
+    let mut p = Node::start_args(
+        "witness_node",
+        &server.url(),
+        "p",
+        &["--lease-ms", "2000", "--max-active", "3"],
+    );
+    for i in 0..10 {
+        p.run(&format!("tell acct-{i} 0"), "told");
+        p.saw(&format!("got acct-{i} p 0 "));
+        eventually("at most three live", || p.live().len() <= 3);
+    }
+    // acct-7 (live with 8 and 9) gets 100, is made busy, then the least
+    // recent (8 and 9 get something after it), then is passivated for
+    // acct-0's start while busy (acct-0 was passivated above: its shard is
+    // allocated here, so it starts at once), then gets 7: in its next
+    // incarnation.
+    for command in [
+        "tell acct-7 100",
+        "busy acct-7 300",
+        "tell acct-8 1",
+        "tell acct-9 1",
+        "tell acct-0 1",
+        "tell acct-7 7",
+    ] {
+        p.run(command, "told");
+    }
+    let seven = ns_of(&p.saw("got acct-7 p 7 "));
+    let hundred = ns_of(&p.saw("got acct-7 p 100 "));
+    let lines = p.drain().to_vec();
+    let between = |prefix: &str| {
+        lines
+            .iter()
+            .filter(|l| l.starts_with(prefix))
+            .map(|l| ns_of(l))
+            .any(|ns| hundred < ns && ns < seven)
+    };
+    let trail: Vec<&String> = lines.iter().filter(|l| l.contains(" acct-7 ")).collect();
+    assert!(
+        between("stop acct-7 ") && between("start acct-7 "),
+        "acct-7 stopped and started again between its 100 and its 7: {trail:#?}"
+    );
+    eventually("at most three live", || p.live().len() <= 3);
+    out.extend(finish(vec![("p", p)]));
+    witness(&labelled(&out));
+}
+
+/// Issue 36, check 9, as OS processes (leases of 6 s): the nats-server
+/// killed and started again at once moves nothing (no entity starts
+/// again, the incarnations stay, nobody is fenced); an outage longer than
+/// the lease fences both nodes and stops every entity, and the cluster
+/// recovers once the server is back, under new incarnations.
+#[test]
+fn processes_ride_out_a_short_server_restart_and_fence_themselves_in_a_long_outage() {
+    require_jetstream!();
+    let _one_at_a_time = serial();
+    let mut server = NatsServer::start();
+    let start = |name, url: &str| Node::start_example("witness_node", url, name, 6000);
+    let (mut a, mut b) = (start("a", &server.url()), start("b", &server.url()));
+    let n = 60;
+    touch_all(&mut [&mut a, &mut b], 0, n, 0);
+    let incs = (a.incarnation(), b.incarnation());
+    assert!(!incs.0 .1 && !incs.1 .1, "{incs:?}");
+    let starts = |x: &mut Node| {
+        events(x.drain())
+            .iter()
+            .filter(|e| matches!(e, Event::Start { id, .. } if id.starts_with("acct-")))
+            .count()
+    };
+    assert_eq!(starts(&mut a) + starts(&mut b), n as usize);
+
+    // Short: killed and started again at once.
+    let restarted = Instant::now();
+    server.kill();
+    server.start_again();
+    eprintln!("server restarted in {:?}", restarted.elapsed());
+    touch_all(&mut [&mut a, &mut b], 0, n, 1);
+    assert_eq!(
+        starts(&mut a) + starts(&mut b),
+        n as usize,
+        "an entity started again"
+    );
+    assert_eq!((a.incarnation(), b.incarnation()), incs);
+
+    // Long: past the lease, both fence themselves and stop everything.
+    server.kill();
+    let fenced = eventually("both fenced", || a.incarnation().1 && b.incarnation().1);
+    eventually("every entity stopped", || {
+        a.live().is_empty() && b.live().is_empty()
+    });
+    eprintln!("outage: both fenced {fenced:?} after the kill (lease 6 s, margin 1.5 s)");
+    server.start_again();
+    eventually("both hold a lease again", || {
+        !a.incarnation().1 && !b.incarnation().1
+    });
+    assert_ne!(a.incarnation().0, incs.0 .0);
+    assert_ne!(b.incarnation().0, incs.1 .0);
+    touch_all(&mut [&mut a, &mut b], 1, n, 2);
+    let out = finish(vec![("a", a), ("b", b)]);
+    witness(&labelled(&out));
+}
+
+/// Issue 36, check 10, as OS processes: with remember-entities, the
+/// entities of a node killed with SIGKILL run again on the nodes that
+/// take its shards, without a message.
+#[test]
+fn remembered_entities_of_a_killed_process_start_again_without_a_message() {
+    require_jetstream!();
+    let _one_at_a_time = serial();
+    let server = NatsServer::start();
+    let options = ["--lease-ms", "2000", "--remember"];
+    let start = |name| Node::start_args("witness_node", &server.url(), name, &options);
+    let (mut a, mut b, mut c) = (start("a"), start("b"), start("c"));
+    let n = 300;
+    touch_all(&mut [&mut a, &mut b, &mut c], 0, n, 0);
+    let on_c = c.live();
+    assert!(!on_c.is_empty(), "c runs some entities");
+    let killed_ns = mono_ns();
+    c.signal(libc::SIGKILL);
+    let cl = c.drain_to_end().to_vec();
+    let mut back = std::collections::HashMap::new();
+    eventually("c's entities run again on a and b, unasked", || {
+        for x in [&mut a, &mut b] {
+            for e in events(x.drain()) {
+                if let Event::Start { id, ns, .. } = e {
+                    if ns > killed_ns && on_c.contains(&id) {
+                        back.insert(id, ns);
+                    }
+                }
+            }
+        }
+        back.len() == on_c.len()
+    });
+    let last = back.values().max().copied().unwrap_or(killed_ns);
+    eprintln!(
+        "remember-entities: the {} entities of the killed node running again {:?} after \
+         the SIGKILL (lease 2 s)",
+        on_c.len(),
+        Duration::from_nanos(u64::try_from(last - killed_ns).expect("ns"))
+    );
+    let mut out = finish(vec![("a", a), ("b", b)]);
+    out.push(("c".to_owned(), cl));
+    witness(&labelled(&out));
+}
+
+/// Issue 36, check 12, as OS processes: a network partition, not a pause.
+/// Node c reaches NATS through a TCP proxy the test cuts while c's
+/// process, timers and entities run on; its entities tick every 50 ms (as
+/// ones writing to a store on their own). c stops them by its own lease
+/// deadline: no tick of c's after any other node starts one of them (the
+/// witness); its shards move to a and b; restored, c rejoins under a new
+/// incarnation, and nothing of its old activations acts again.
+#[test]
+fn a_process_cut_from_nats_stops_its_ticking_entities_before_they_move() {
+    require_jetstream!();
+    let _one_at_a_time = serial();
+    let server = NatsServer::start();
+    let proxy = Proxy::start(server.port);
+    let start = |name, url: &str, tick: bool| {
+        let mut options = vec!["--lease-ms", "2000"];
+        if tick {
+            options.extend(["--tick-ms", "50"]);
+        }
+        Node::start_args("witness_node", url, name, &options)
+    };
+    let mut a = start("a", &server.url(), false);
+    let mut b = start("b", &server.url(), false);
+    let mut c = start("c", &proxy.url(), true);
+    let n = 100;
+    touch_all(&mut [&mut a, &mut b, &mut c], 0, n, 0);
+    let on_c = c.live();
+    assert!(!on_c.is_empty(), "c runs some entities");
+    let (before, _) = c.incarnation();
+
+    proxy.cut();
+    let cut = Instant::now();
+    let fenced = eventually("c fences itself", || c.incarnation().1);
+    eventually("c's entities stop", || c.live().is_empty());
+    let stopped = cut.elapsed();
+    touch_all(&mut [&mut a, &mut b], 0, n, 1);
+    let moved = cut.elapsed();
+    let took: std::collections::HashSet<String> = [&mut a, &mut b]
+        .into_iter()
+        .flat_map(|x| x.live())
+        .collect();
+    assert!(
+        on_c.iter().all(|id| took.contains(id)),
+        "c's entities run on a and b"
+    );
+    eprintln!(
+        "cut: c fenced after {fenced:?}, its entities stopped after {stopped:?}, all on a and b \
+         after {moved:?} (lease 2 s)"
+    );
+    assert!(fenced < Duration::from_secs(2), "{fenced:?}");
+
+    proxy.restore();
+    let restored_ns = mono_ns();
+    eventually("c holds a lease again", || {
+        let (inc, fenced) = c.incarnation();
+        inc != before && !fenced
+    });
+    touch_all(&mut [&mut a, &mut b, &mut c], 2, n, 2);
+    let cl = c.drain().to_vec();
+    let old_tokens: std::collections::HashSet<u64> = events(&cl)
+        .iter()
+        .filter_map(|e| match e {
+            Event::Start { token, ns, .. } if *ns < restored_ns => Some(*token),
+            _ => None,
+        })
+        .collect();
+    for e in events(&cl) {
+        match e {
+            Event::Got { id, token, ns, .. } | Event::Tick { id, token, ns } => assert!(
+                !(ns > restored_ns && old_tokens.contains(&token)),
+                "c acted for {id} under its old token {token} after it was restored"
+            ),
+            _ => {}
+        }
+    }
+    let out = finish(vec![("a", a), ("b", b), ("c", c)]);
+    witness(&labelled(&out));
 }

@@ -465,17 +465,31 @@ fn past_the_limit_the_least_recent_entity_passivates_and_keeps_its_messages() {
         // The one passivated for it stops after its PoisonPill.
         eventually("at most three live", || witness.live_on("a") <= 3);
     }
-    // cart-7 is the least recent of 7, 8, 9: busy, then passivated by a
-    // new entity while busy, then sent a message.
+    // cart-7 (live with 8 and 9) counts to 100, is made busy, then made
+    // the least recent (8 and 9 are sent something after it), then
+    // passivated by another entity's start while busy, then sent a
+    // message: the message waits for its stop and starts its next
+    // incarnation (which counts from 0: 7, where the old one would have
+    // answered 107). The entity started is cart-0 (passivated above), whose
+    // shard is allocated here already: a new shard's entity starts only
+    // once the bucket has allocated it, and what the region routes
+    // meanwhile (the 7) reaches cart-7 still running.
     let busy = a.region.entity_ref("cart-7");
+    busy.tell(Cmd::Add(100));
     busy.tell(Cmd::Busy(300));
-    a.region.entity_ref("cart-100").tell(Cmd::Add(1));
+    for i in [8, 9] {
+        a.region.entity_ref(format!("cart-{i}")).tell(Cmd::Add(1));
+    }
+    let before = witness.activations();
+    a.region.entity_ref("cart-0").tell(Cmd::Add(1));
     busy.tell(Cmd::Add(7));
     assert_eq!(
         busy.ask(Cmd::Get, GUARD).wait(),
         Ok(7),
         "the message reached the next incarnation"
     );
+    // cart-0, then cart-7 again.
+    assert_eq!(witness.activations(), before + 2);
     eventually("at most three live", || witness.live_on("a") <= 3);
     witness.clean();
     a.finish();

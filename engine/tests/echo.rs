@@ -28,7 +28,12 @@ fn example() -> PathBuf {
                 .and_then(|deps| deps.parent())
                 .expect("target/<profile>/deps/<test>");
             let mut build = Command::new(env!("CARGO"));
-            build.args(["build", "-p", "proscenium", "--example", "echo"]);
+            // The workspace's features, as `cargo test --workspace` (the
+            // README's test command) resolves them: the example it built is
+            // fresh, and nothing is compiled again (`-p proscenium` would
+            // resolve the features of its dependencies anew and build them
+            // again: three minutes of the CI's run).
+            build.args(["build", "--workspace", "--example", "echo"]);
             if profile_dir.ends_with("release") {
                 build.arg("--release");
             }

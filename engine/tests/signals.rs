@@ -26,13 +26,10 @@ fn example() -> PathBuf {
                 .and_then(|deps| deps.parent())
                 .expect("target/<profile>/deps/<test>");
             let mut build = Command::new(env!("CARGO"));
-            build.args([
-                "build",
-                "-p",
-                "proscenium",
-                "--example",
-                "graceful_shutdown",
-            ]);
+            // The workspace's features, as `cargo test --workspace` (the
+            // README's test command) resolves them: the example it built is
+            // fresh (`-p proscenium` would build the dependencies again).
+            build.args(["build", "--workspace", "--example", "graceful_shutdown"]);
             if profile_dir.ends_with("release") {
                 build.arg("--release");
             }

@@ -3,6 +3,7 @@
 //! node), and small helpers.
 #![allow(dead_code, unreachable_pub)]
 
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::PathBuf;
@@ -307,4 +308,87 @@ pub fn system(name: &str) -> ActorSystem {
         .expect("valid toml")
         .build()
         .expect("system")
+}
+
+/// A shard record as the bucket holds it (postcard), for a test's own
+/// reading of the bucket's history.
+#[derive(serde::Deserialize)]
+struct Record {
+    node: String,
+    #[allow(dead_code)]
+    inc: u128,
+    handoff: bool,
+}
+
+/// What a watcher of the bucket's shard records saw, from outside the
+/// nodes: each shard's owner (records not in hand-off), and the most
+/// records in hand-off at once over the whole history.
+#[derive(Default)]
+pub struct Shards {
+    pub owners: HashMap<String, String>,
+    pub most_in_hand_off: usize,
+}
+
+impl Shards {
+    /// Shards owned by `node`.
+    pub fn of(&self, node: &str) -> usize {
+        self.owners.values().filter(|n| *n == node).count()
+    }
+}
+
+/// A watcher of bucket `<cluster>-shards`'s records of `entity_type`, on a
+/// runtime of its own (stopped on drop).
+pub struct BucketWatch {
+    _rt: tokio::runtime::Runtime,
+    pub shards: Arc<Mutex<Shards>>,
+}
+
+impl BucketWatch {
+    pub fn start(url: &str, cluster: &str, entity_type: &str) -> BucketWatch {
+        use futures_util::StreamExt;
+        let rt = tokio::runtime::Runtime::new().expect("runtime");
+        let shards: Arc<Mutex<Shards>> = Arc::default();
+        let (url, seen) = (url.to_owned(), Arc::clone(&shards));
+        let (bucket, keys) = (format!("{cluster}-shards"), format!("s.{entity_type}.>"));
+        let (ready_tx, ready) = mpsc::channel();
+        rt.spawn(async move {
+            let client = async_nats::connect(url).await.expect("watcher");
+            let kv = async_nats::jetstream::new(client)
+                .get_key_value(bucket)
+                .await
+                .expect("bucket");
+            let mut watch = kv.watch_with_history(keys).await.expect("watch");
+            let _ = ready_tx.send(());
+            let mut handing = std::collections::HashSet::new();
+            while let Some(Ok(e)) = watch.next().await {
+                let record = (e.operation == async_nats::jetstream::kv::Operation::Put)
+                    .then(|| postcard::from_bytes::<Record>(&e.value).ok())
+                    .flatten();
+                let mut s = seen.lock().expect("shards");
+                match record {
+                    Some(r) if r.handoff => {
+                        handing.insert(e.key.clone());
+                        s.owners.remove(&e.key);
+                    }
+                    Some(r) => {
+                        handing.remove(&e.key);
+                        s.owners.insert(e.key.clone(), r.node);
+                    }
+                    None => {
+                        handing.remove(&e.key);
+                        s.owners.remove(&e.key);
+                    }
+                }
+                s.most_in_hand_off = s.most_in_hand_off.max(handing.len());
+            }
+        });
+        ready
+            .recv_timeout(GUARD)
+            .expect("the bucket's watcher started");
+        BucketWatch { _rt: rt, shards }
+    }
+
+    pub fn with<R>(&self, f: impl FnOnce(&Shards) -> R) -> R {
+        f(&self.shards.lock().expect("shards"))
+    }
 }

@@ -28,10 +28,28 @@ pub fn example() -> PathBuf {
                 .and_then(|deps| deps.parent())
                 .expect("target/<profile>/deps/<test>");
             let mut build = Command::new(env!("CARGO"));
-            build.args(["build", "-p", "proscenium-http", "--example", "server"]);
-            // The tests of the `tls` feature drive the server it builds.
-            if cfg!(feature = "tls") {
-                build.args(["--features", "tls"]);
+            // The features as the command that built this test resolved
+            // them, so that the example and its dependencies are already
+            // built: with none of the crate's optional features on, `cargo
+            // test --workspace` (the README's command, which built the
+            // example itself); with some, the `-p proscenium-http
+            // --features ...` of .ci/run's feature steps. Any other command
+            // builds what differs, once.
+            let features: Vec<&str> = [
+                (cfg!(feature = "tls"), "tls"),
+                (cfg!(feature = "tower"), "tower"),
+                (cfg!(feature = "websocket"), "websocket"),
+                (cfg!(feature = "metrics"), "metrics"),
+            ]
+            .into_iter()
+            .filter_map(|(on, name)| on.then_some(name))
+            .collect();
+            if features.is_empty() {
+                build.args(["build", "--workspace", "--example", "server"]);
+            } else {
+                // The tests of the `tls` feature drive the server it builds.
+                build.args(["build", "-p", "proscenium-http", "--example", "server"]);
+                build.args(["--features", &features.join(",")]);
             }
             if profile_dir.ends_with("release") {
                 build.arg("--release");
