@@ -1,9 +1,8 @@
-//! Benchmarks of proscenium live in `benches/`; this library holds only
-//! the workspace README's checks: the README is no package's (each crate
-//! has a short README of its own), so this unpublished crate, whose
-//! dev-dependencies include the engine, compiles and runs its examples as
-//! doc tests and checks that what it shares with the crates' READMEs is
-//! the same text.
+//! The workspace README's checks: the README is no package's (each crate
+//! has a short README of its own), so this unpublished crate, whose one
+//! dev-dependency is the engine, compiles and runs its examples as doc
+//! tests and checks that what it shares with the crates' READMEs is the
+//! same text.
 
 /// The workspace README's Rust examples, compiled and run as doc tests.
 #[cfg(doctest)]
