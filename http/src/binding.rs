@@ -1,8 +1,8 @@
 //! [`Http::bind`], the [`ServerBinding`] it returns, and termination.
 
 use crate::body::Body;
-use crate::connection;
 use crate::metrics::{Metrics, ServerMetrics};
+use crate::protocol::http1;
 use crate::terminate::{
     self, HttpTermination, TerminateError, TerminationResponses, TerminationSignal,
     TerminationState,
@@ -47,7 +47,7 @@ pub struct ServerSettings {
     pub(crate) termination: TerminationResponses,
     pub(crate) stream_request_bodies: bool,
     #[cfg(feature = "tls")]
-    pub(crate) tls: Option<crate::tls::Tls>,
+    pub(crate) tls: Option<crate::protocol::tls::Tls>,
 }
 
 impl Default for ServerSettings {
@@ -265,7 +265,7 @@ impl ServerSettings {
     /// certificate is the application's to load ([`Tls::from_pem_files`](crate::Tls::from_pem_files)).
     #[cfg(feature = "tls")]
     #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
-    pub fn tls(mut self, tls: crate::tls::Tls) -> ServerSettings {
+    pub fn tls(mut self, tls: crate::protocol::tls::Tls) -> ServerSettings {
         self.tls = Some(tls);
         self
     }
@@ -672,7 +672,7 @@ async fn accept_loop(
                         handle.spawn_detached(serve.instrument(span));
                         continue;
                     }
-                    let serve = connection::serve(stream, guard, handler, settings, handle.clone());
+                    let serve = http1::serve(stream, guard, handler, settings, handle.clone());
                     handle.spawn_detached(serve.instrument(span));
                 }
             }

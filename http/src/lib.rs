@@ -196,39 +196,29 @@
 mod binding;
 mod body;
 mod config;
-mod connection;
 mod date;
 mod feed;
-#[cfg(feature = "http2")]
-mod frames;
-#[cfg(feature = "http2")]
-mod http2;
-#[cfg(feature = "http2")]
-mod hyper_rt;
 mod metrics;
+mod protocol;
 #[cfg(feature = "tower")]
 mod service;
 mod terminate;
-#[cfg(feature = "tls")]
-mod tls;
-#[cfg(feature = "websocket")]
-mod websocket;
 mod wire;
 
 pub use crate::binding::{HandlerOutput, Http, ServerBinding, ServerSettings, Unbind};
 pub use crate::body::{Body, BoxError, RequestBodyError};
 pub use crate::metrics::{ResponsesByClass, ServerMetrics};
-pub use crate::terminate::{
-    Deadline, HttpTerminated, HttpTermination, InvalidResponse, TerminateError, TerminationSignal,
-};
 #[cfg(feature = "tls")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
-pub use crate::tls::{Tls, TlsError};
+pub use crate::protocol::tls::{Tls, TlsError};
 #[cfg(feature = "websocket")]
 #[cfg_attr(docsrs, doc(cfg(feature = "websocket")))]
-pub use crate::websocket::{
+pub use crate::protocol::websocket::{
     CloseFrame, Message, WebSocket, WebSocketCloseCode, WebSocketClosed, WebSocketReceiver,
     WebSocketSender, WebSocketUpgrade,
+};
+pub use crate::terminate::{
+    Deadline, HttpTerminated, HttpTermination, InvalidResponse, TerminateError, TerminationSignal,
 };
 /// The `http` crate, whose `Request` and `Response` handlers take and return.
 pub use http;

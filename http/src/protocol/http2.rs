@@ -31,12 +31,18 @@
 //! (GOAWAY seen, or a protocol error) the lingering close also ends once
 //! the client is quiet ([`LINGER_QUIET`]).
 
+/// Where HTTP/2 frames begin and end in the bytes a connection reads and
+/// writes.
+mod frames;
+/// hyper's runtime traits on the engine's scheduler.
+mod hyper_rt;
+
 use crate::binding::{ConnectionGuard, Control, Handler, ServerSettings};
 use crate::body::{Body, RequestBodyError};
-use crate::connection::Deadline;
-use crate::connection::Transport;
-use crate::hyper_rt::{Io, Prefixed, SchedulerExecutor, SchedulerTimer};
 use crate::metrics::InFlight;
+use crate::protocol::http1::Deadline;
+use crate::protocol::http1::Transport;
+use crate::protocol::http2::hyper_rt::{Io, Prefixed, SchedulerExecutor, SchedulerTimer};
 use crate::wire;
 use futures_core::Stream;
 use http::header::{CONNECTION, CONTENT_LENGTH};
@@ -993,7 +999,9 @@ async fn call(
         match polled {
             Ok(Poll::Ready(response)) => Poll::Ready(Some(response)),
             Ok(Poll::Pending) => match timeout.poll(&shared.handle, cx) {
-                Poll::Ready(()) => Poll::Ready(Some(crate::connection::request_timeout_response())),
+                Poll::Ready(()) => {
+                    Poll::Ready(Some(crate::protocol::http1::request_timeout_response()))
+                }
                 Poll::Pending => Poll::Pending,
             },
             Err(_) => Poll::Ready(Some(internal_error())),

@@ -3,7 +3,7 @@
 //! (`http/1.1`) per connection, with the server's rules unchanged on both.
 
 use crate::binding::{ConnectionGuard, Handler, ServerSettings};
-use crate::connection;
+use crate::protocol::http1;
 use futures_rustls::TlsAcceptor;
 use proscenium::net::TcpStream;
 use proscenium::Handle;
@@ -189,9 +189,17 @@ impl Tls {
         tracing::trace!(h2, "TLS handshake complete");
         #[cfg(feature = "http2")]
         if h2 {
-            return crate::http2::serve(stream, Vec::new(), guard, handler, settings, handle).await;
+            return crate::protocol::http2::serve(
+                stream,
+                Vec::new(),
+                guard,
+                handler,
+                settings,
+                handle,
+            )
+            .await;
         }
-        connection::serve(stream, guard, handler, settings, handle).await
+        http1::serve(stream, guard, handler, settings, handle).await
     }
 }
 

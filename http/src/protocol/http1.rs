@@ -66,7 +66,7 @@ pub(crate) async fn serve<S: Transport>(
             handle,
             ..
         } = connection;
-        return crate::http2::serve(stream, buf, guard, handler, settings, handle).await;
+        return crate::protocol::http2::serve(stream, buf, guard, handler, settings, handle).await;
     }
     #[cfg(feature = "websocket")]
     if let Some(upgrade) = connection.upgrade.take() {
@@ -78,7 +78,7 @@ pub(crate) async fn serve<S: Transport>(
             handle,
             ..
         } = connection;
-        return crate::websocket::serve(stream, buf, guard, upgrade, handle).await;
+        return crate::protocol::websocket::serve(stream, buf, guard, upgrade, handle).await;
     }
     drop(connection);
     drop(guard);
@@ -309,7 +309,7 @@ struct Connection<S> {
     /// The handler accepted a WebSocket upgrade (feature `websocket`):
     /// `serve` writes its `101` and hands the connection over.
     #[cfg(feature = "websocket")]
-    upgrade: Option<crate::websocket::Accepted>,
+    upgrade: Option<crate::protocol::websocket::Accepted>,
 }
 
 impl<S: Transport> Connection<S> {
@@ -404,7 +404,8 @@ impl<S: Transport> Connection<S> {
             };
             #[cfg(feature = "websocket")]
             if response.status() == StatusCode::SWITCHING_PROTOCOLS {
-                if let Some(upgrade) = crate::websocket::accept(&mut response, &span, &self.control)
+                if let Some(upgrade) =
+                    crate::protocol::websocket::accept(&mut response, &span, &self.control)
                 {
                     // `serve` writes the `101` and hands the connection
                     // over (no write here: no await point added to this

@@ -12,7 +12,7 @@
 
 use crate::binding::{ConnectionGuard, Control};
 use crate::body::Body;
-use crate::connection::{Deadline, Transport};
+use crate::protocol::http1::{Deadline, Transport};
 use async_tungstenite::tungstenite::error::{CapacityError, ProtocolError};
 use async_tungstenite::tungstenite::handshake::derive_accept_key;
 use async_tungstenite::tungstenite::protocol::frame::coding::CloseCode;

@@ -6,8 +6,8 @@
 //! hyper's `Timer` on the scheduler's timers (`Handle::sleep`). No tokio
 //! runtime runs.
 
-use crate::connection::Transport;
-use crate::frames::Frames;
+use crate::protocol::http1::Transport;
+use crate::protocol::http2::frames::Frames;
 use proscenium::Handle;
 use std::future::Future;
 use std::io;
