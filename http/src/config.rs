@@ -1,7 +1,7 @@
 //! [`ServerSettings`] from a TOML document whose keys mirror Akka HTTP's
 //! `akka.http.server` (in a table `[http.server]`), through serde.
 
-use crate::binding::ServerSettings;
+use crate::settings::ServerSettings;
 use proscenium::de;
 use proscenium::ConfigError;
 use serde::{Deserialize, Deserializer};

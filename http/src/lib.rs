@@ -202,23 +202,25 @@ mod metrics;
 mod protocol;
 #[cfg(feature = "tower")]
 mod service;
+mod settings;
 mod terminate;
 mod wire;
 
-pub use crate::binding::{HandlerOutput, Http, ServerBinding, ServerSettings, Unbind};
+pub use crate::binding::{HandlerOutput, Http, ServerBinding, Unbind};
 pub use crate::body::{Body, BoxError, RequestBodyError};
 pub use crate::metrics::{ResponsesByClass, ServerMetrics};
-#[cfg(feature = "tls")]
-#[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
-pub use crate::protocol::tls::{Tls, TlsError};
 #[cfg(feature = "websocket")]
 #[cfg_attr(docsrs, doc(cfg(feature = "websocket")))]
 pub use crate::protocol::websocket::{
     CloseFrame, Message, WebSocket, WebSocketCloseCode, WebSocketClosed, WebSocketReceiver,
     WebSocketSender, WebSocketUpgrade,
 };
+#[cfg(feature = "tls")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
+pub use crate::settings::tls::{Tls, TlsError};
+pub use crate::settings::{InvalidResponse, ServerSettings};
 pub use crate::terminate::{
-    Deadline, HttpTerminated, HttpTermination, InvalidResponse, TerminateError, TerminationSignal,
+    Deadline, HttpTerminated, HttpTermination, TerminateError, TerminationSignal,
 };
 /// The `http` crate, whose `Request` and `Response` handlers take and return.
 pub use http;

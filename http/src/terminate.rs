@@ -1,7 +1,8 @@
 //! Graceful termination (Akka HTTP's `ServerBinding.terminate`): the
 //! termination's state and task, the futures that observe it
-//! ([`TerminationSignal`], [`HttpTermination`]), the responses it sends,
-//! and the coordinated-shutdown tasks.
+//! ([`TerminationSignal`], [`HttpTermination`]), and the
+//! coordinated-shutdown tasks. The responses it sends are settings
+//! (`settings.rs`).
 //!
 //! The first [`ServerBinding::terminate`](crate::ServerBinding::terminate)
 //! records a [`Deadline`] in the server's state, requests the unbind,
@@ -17,10 +18,7 @@
 //! deadline-exceeded response is sent instead, if the socket takes it at
 //! once.
 
-use crate::binding::{Server, ServerBinding, ServerSettings};
-use crate::body::Body;
-use http::header::CONNECTION;
-use http::{HeaderMap, Response, StatusCode};
+use crate::binding::{Server, ServerBinding};
 use proscenium::{AddTaskError, CoordinatedShutdown, Handle, JoinError, Phase, TaskError};
 use std::fmt;
 use std::future::{poll_fn, Future};
@@ -355,131 +353,6 @@ async fn drain_over(server: &Server) {
             .poll(cx, |t| t.drain_over.then_some(()))
     })
     .await
-}
-
-/// A response the server sends on its own during a termination: kept as
-/// parts, since `Response` is not `Clone` (and a body only as bytes: a
-/// stream could be sent once).
-#[derive(Debug, Clone)]
-pub(crate) struct CannedResponse {
-    status: StatusCode,
-    headers: HeaderMap,
-    body: Vec<u8>,
-}
-
-impl CannedResponse {
-    /// 503 with an empty body (Akka's default for both responses).
-    pub(crate) fn unavailable() -> CannedResponse {
-        CannedResponse {
-            status: StatusCode::SERVICE_UNAVAILABLE,
-            headers: HeaderMap::new(),
-            body: Vec::new(),
-        }
-    }
-
-    fn from_response(response: Response<Body>) -> Result<CannedResponse, InvalidResponse> {
-        let (parts, body) = response.into_parts();
-        if parts.status.is_informational() {
-            return Err(InvalidResponse::Informational(parts.status));
-        }
-        if body.is_stream() {
-            return Err(InvalidResponse::Streamed);
-        }
-        let mut headers = parts.headers;
-        // The server sends `Connection: close` itself.
-        headers.remove(CONNECTION);
-        Ok(CannedResponse {
-            status: parts.status,
-            headers,
-            body: body.into_bytes(),
-        })
-    }
-
-    /// A fresh copy of the response.
-    pub(crate) fn to_response(&self) -> Response<Body> {
-        let mut response = Response::new(Body::from(self.body.clone()));
-        *response.status_mut() = self.status;
-        *response.headers_mut() = self.headers.clone();
-        response
-    }
-}
-
-/// A termination response the server cannot send on its own.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum InvalidResponse {
-    /// A 1xx status: it would not be a final answer, and the client would
-    /// wait for another one.
-    #[error("a termination response must have a final status (200 to 599), not {0}")]
-    Informational(StatusCode),
-    /// A streamed body ([`Body::from_stream`]): a stream can be sent only
-    /// once, and the response is sent to every late request.
-    #[error("a termination response must have a full body, not a stream")]
-    Streamed,
-}
-
-/// The responses sent during termination.
-#[derive(Debug, Clone)]
-pub(crate) struct TerminationResponses {
-    /// To a request that arrives on a live connection during termination.
-    pub(crate) terminating: CannedResponse,
-    /// To a request whose handler missed the hard deadline.
-    pub(crate) deadline_exceeded: CannedResponse,
-}
-
-impl Default for TerminationResponses {
-    fn default() -> TerminationResponses {
-        TerminationResponses {
-            terminating: CannedResponse::unavailable(),
-            deadline_exceeded: CannedResponse::unavailable(),
-        }
-    }
-}
-
-impl ServerSettings {
-    /// The response to a request that arrives on a live connection while
-    /// the server terminates (Akka: "handles replying to new incoming
-    /// requests with (configurable) “terminating” HTTP responses"). Sent
-    /// with `Connection: close` (a `Connection` header of its own is
-    /// dropped), after which the connection closes; the handler is not
-    /// called. Default: `503 Service Unavailable` with an empty body.
-    ///
-    /// ```
-    /// use http::{Response, StatusCode};
-    /// use proscenium_http::{Body, ServerSettings};
-    ///
-    /// let mut goodbye = Response::new(Body::from("shutting down, retry elsewhere"));
-    /// *goodbye.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
-    /// goodbye.headers_mut().insert("retry-after", "5".parse()?);
-    /// let settings = ServerSettings::default().termination_response(goodbye)?;
-    /// # let _ = settings;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    ///
-    /// Fails for a 1xx status, which is not a final answer.
-    pub fn termination_response(
-        mut self,
-        response: Response<Body>,
-    ) -> Result<ServerSettings, InvalidResponse> {
-        self.termination.terminating = CannedResponse::from_response(response)?;
-        Ok(self)
-    }
-
-    /// The response sent instead of the handler's when the handler has not
-    /// answered by the termination's hard deadline (Akka's
-    /// `termination-deadline-exceeded-response`), with `Connection: close`
-    /// (a `Connection` header of its own is dropped). It is written only if
-    /// the socket takes it at once; the connection closes either way.
-    /// Default: `503 Service Unavailable` with an empty body.
-    ///
-    /// Fails for a 1xx status, which is not a final answer.
-    pub fn termination_deadline_exceeded_response(
-        mut self,
-        response: Response<Body>,
-    ) -> Result<ServerSettings, InvalidResponse> {
-        self.termination.deadline_exceeded = CannedResponse::from_response(response)?;
-        Ok(self)
-    }
 }
 
 /// The three tasks of [`ServerBinding::add_to_coordinated_shutdown`].

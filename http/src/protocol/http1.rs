@@ -2,9 +2,10 @@
 //! in order, until the connection closes (keep-alive and pipelining fall
 //! out of the loop: pipelined requests wait in the buffer).
 
-use crate::binding::{ConnectionGuard, Control, Handler, ServerSettings};
+use crate::binding::{ConnectionGuard, Control, Handler};
 use crate::body::Body;
 use crate::feed::{self, Feed};
+use crate::settings::ServerSettings;
 use crate::wire::{self, Delimit, Framed, Framing, Head, Parsed};
 use crate::RequestBodyError;
 use futures_core::Stream;

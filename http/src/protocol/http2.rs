@@ -37,12 +37,13 @@ mod frames;
 /// hyper's runtime traits on the engine's scheduler.
 mod hyper_rt;
 
-use crate::binding::{ConnectionGuard, Control, Handler, ServerSettings};
+use crate::binding::{ConnectionGuard, Control, Handler};
 use crate::body::{Body, RequestBodyError};
 use crate::metrics::InFlight;
 use crate::protocol::http1::Deadline;
 use crate::protocol::http1::Transport;
 use crate::protocol::http2::hyper_rt::{Io, Prefixed, SchedulerExecutor, SchedulerTimer};
+use crate::settings::ServerSettings;
 use crate::wire;
 use futures_core::Stream;
 use http::header::{CONNECTION, CONTENT_LENGTH};
