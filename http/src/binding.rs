@@ -1,6 +1,7 @@
 //! [`Http::bind`], the [`ServerBinding`] it returns, and termination.
 
 use crate::body::Body;
+use crate::handler::{Handler, HandlerOutput};
 use crate::metrics::{Metrics, ServerMetrics};
 use crate::protocol::http1;
 use crate::settings::ServerSettings;
@@ -23,55 +24,6 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 use tracing::Instrument;
-
-/// The type-erased handler.
-pub(crate) type Handler = Arc<
-    dyn Fn(Request<Body>) -> Pin<Box<dyn Future<Output = Response<Body>> + Send>> + Send + Sync,
->;
-
-/// What a handler's future may produce: a [`Response`], or a `Result` of
-/// one whose error is answered `500 Internal Server Error`, the error
-/// logged (error level, in the request's span), and the server goes on.
-///
-/// ```
-/// use http::{Request, Response};
-/// use proscenium::ActorSystem;
-/// use proscenium_http::{Body, Http};
-///
-/// # let system = ActorSystem::builder().workers(1).pin_workers(false).build()?;
-/// let binding = Http::bind(&system, "127.0.0.1:0".parse()?, |request: Request<Body>| async move {
-///     let text = std::str::from_utf8(request.body().as_bytes())?.to_owned();
-///     Ok::<_, std::str::Utf8Error>(Response::new(Body::from(text)))
-/// })?;
-/// # binding.terminate(std::time::Duration::from_secs(1)).wait()?;
-/// # system.terminate().wait();
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub trait HandlerOutput: Send + 'static {
-    /// The response this output is answered with.
-    fn into_response(self) -> Response<Body>;
-}
-
-impl HandlerOutput for Response<Body> {
-    fn into_response(self) -> Response<Body> {
-        self
-    }
-}
-
-impl<E> HandlerOutput for Result<Response<Body>, E>
-where
-    E: fmt::Display + Send + 'static,
-{
-    fn into_response(self) -> Response<Body> {
-        match self {
-            Ok(response) => response,
-            Err(e) => {
-                tracing::error!(error = %e, "the handler failed: answered 500");
-                crate::wire::empty_response(http::StatusCode::INTERNAL_SERVER_ERROR)
-            }
-        }
-    }
-}
 
 /// The entry point: binds HTTP/1.1 and HTTP/2 servers on an [`ActorSystem`].
 #[derive(Debug, Clone, Copy)]

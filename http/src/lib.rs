@@ -198,6 +198,7 @@ mod body;
 mod config;
 mod date;
 mod feed;
+mod handler;
 mod metrics;
 mod protocol;
 #[cfg(feature = "tower")]
@@ -206,8 +207,9 @@ mod settings;
 mod terminate;
 mod wire;
 
-pub use crate::binding::{HandlerOutput, Http, ServerBinding, Unbind};
+pub use crate::binding::{Http, ServerBinding, Unbind};
 pub use crate::body::{Body, BoxError, RequestBodyError};
+pub use crate::handler::HandlerOutput;
 pub use crate::metrics::{ResponsesByClass, ServerMetrics};
 #[cfg(feature = "websocket")]
 #[cfg_attr(docsrs, doc(cfg(feature = "websocket")))]

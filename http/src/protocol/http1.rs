@@ -2,9 +2,10 @@
 //! in order, until the connection closes (keep-alive and pipelining fall
 //! out of the loop: pipelined requests wait in the buffer).
 
-use crate::binding::{ConnectionGuard, Control, Handler};
+use crate::binding::{ConnectionGuard, Control};
 use crate::body::Body;
 use crate::feed::{self, Feed};
+use crate::handler::{request_timeout_response, Handler};
 use crate::settings::ServerSettings;
 use crate::wire::{self, Delimit, Framed, Framing, Head, Parsed};
 use crate::RequestBodyError;
@@ -1377,17 +1378,6 @@ enum Called {
     Forced,
     /// The client left first.
     Left,
-}
-
-/// Akka HTTP's answer to a request its handler did not answer within the
-/// request timeout (`akka.http.server.request-timeout`): 503 with its text.
-pub(crate) fn request_timeout_response() -> Response<Body> {
-    let mut response = Response::new(Body::from(
-        "The server was not able to produce a timely response to your request.\r\n\
-         Please try again in a short while!",
-    ));
-    *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
-    response
 }
 
 /// Watches a connection for its client's departure while the server waits

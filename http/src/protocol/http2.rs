@@ -37,8 +37,9 @@ mod frames;
 /// hyper's runtime traits on the engine's scheduler.
 mod hyper_rt;
 
-use crate::binding::{ConnectionGuard, Control, Handler};
+use crate::binding::{ConnectionGuard, Control};
 use crate::body::{Body, RequestBodyError};
+use crate::handler::{request_timeout_response, Handler};
 use crate::metrics::InFlight;
 use crate::protocol::http1::Deadline;
 use crate::protocol::http1::Transport;
@@ -1000,9 +1001,7 @@ async fn call(
         match polled {
             Ok(Poll::Ready(response)) => Poll::Ready(Some(response)),
             Ok(Poll::Pending) => match timeout.poll(&shared.handle, cx) {
-                Poll::Ready(()) => {
-                    Poll::Ready(Some(crate::protocol::http1::request_timeout_response()))
-                }
+                Poll::Ready(()) => Poll::Ready(Some(request_timeout_response())),
                 Poll::Pending => Poll::Pending,
             },
             Err(_) => Poll::Ready(Some(internal_error())),
