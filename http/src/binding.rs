@@ -1,6 +1,7 @@
 //! [`Http::bind`], the [`ServerBinding`] it returns, and termination.
 
 use crate::body::Body;
+use crate::connection::{ConnectionGuard, Control, Registry};
 use crate::handler::{Handler, HandlerOutput};
 use crate::metrics::{Metrics, ServerMetrics};
 use crate::protocol::http1;
@@ -196,7 +197,7 @@ impl Http {
         S::Error: fmt::Display + Send + 'static,
         S::Future: Send + 'static,
         B: http_body::Body<Data = bytes::Bytes> + Send + 'static,
-        B::Error: Into<crate::BoxError>,
+        B::Error: Into<crate::body::BoxError>,
     {
         Http::bind_with(system, addr, settings, move |request: Request<Body>| {
             crate::service::call(service.clone(), request)
@@ -479,17 +480,14 @@ impl Server {
         }
         let id = state.next_id;
         state.next_id += 1;
-        let control = Arc::new(Control {
-            state: Mutex::default(),
-            metrics: Arc::clone(&self.metrics),
-        });
+        let control = Arc::new(Control::new(Arc::clone(&self.metrics)));
         state.connections.insert(id, Arc::clone(&control));
         self.metrics.connection_opened();
-        Some(ConnectionGuard {
-            server: Arc::clone(self),
+        Some(ConnectionGuard::new(
+            Arc::clone(self) as Arc<dyn Registry>,
             id,
             control,
-        })
+        ))
     }
 
     pub(crate) fn request_unbind(&self) {
@@ -531,28 +529,14 @@ impl Server {
     }
 }
 
-/// Held by a connection's task; dropping it (after the socket closed)
-/// removes the connection.
-pub(crate) struct ConnectionGuard {
-    server: Arc<Server>,
-    /// The connection's id (in its tracing span).
-    pub(crate) id: u64,
-    control: Arc<Control>,
-}
-
-impl ConnectionGuard {
-    pub(crate) fn control(&self) -> Arc<Control> {
-        Arc::clone(&self.control)
-    }
-}
-
-impl Drop for ConnectionGuard {
-    fn drop(&mut self) {
+/// A connection's guard, dropped once its socket is closed, removes it.
+impl Registry for Server {
+    fn remove(&self, id: u64) {
         // Before the removal under the lock (see `connection_closed`).
-        self.server.metrics.connection_closed();
+        self.metrics.connection_closed();
         let (wakers, accept) = {
-            let mut state = self.server.lock();
-            state.connections.remove(&self.id);
+            let mut state = self.lock();
+            state.connections.remove(&id);
             let accept = if std::mem::take(&mut state.at_capacity) {
                 state.accept_waker.clone()
             } else {
@@ -567,74 +551,6 @@ impl Drop for ConnectionGuard {
         };
         wakers.into_iter().for_each(Waker::wake);
         if let Some(waker) = accept {
-            waker.wake();
-        }
-    }
-}
-
-/// The termination signals of one connection, and the server's counters.
-pub(crate) struct Control {
-    state: Mutex<ControlState>,
-    metrics: Arc<Metrics>,
-}
-
-#[derive(Default)]
-struct ControlState {
-    terminating: bool,
-    forced: bool,
-    waker: Option<Waker>,
-}
-
-/// The signals a connection has received.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Signals {
-    /// The server terminates: close when idle, `Connection: close` on the
-    /// in-flight response, 503 to new requests.
-    pub(crate) terminating: bool,
-    /// The hard deadline passed: close now.
-    pub(crate) forced: bool,
-}
-
-impl Control {
-    fn lock(&self) -> MutexGuard<'_, ControlState> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// The signals so far; the connection's task is woken on the next one.
-    pub(crate) fn poll_signals(&self, cx: &mut Context<'_>) -> Signals {
-        let mut state = self.lock();
-        match &state.waker {
-            Some(w) if w.will_wake(cx.waker()) => {}
-            _ => state.waker = Some(cx.waker().clone()),
-        }
-        Signals {
-            terminating: state.terminating,
-            forced: state.forced,
-        }
-    }
-
-    /// The signals so far.
-    pub(crate) fn signals(&self) -> Signals {
-        let state = self.lock();
-        Signals {
-            terminating: state.terminating,
-            forced: state.forced,
-        }
-    }
-
-    /// The server's counters.
-    pub(crate) fn metrics(&self) -> &Arc<Metrics> {
-        &self.metrics
-    }
-
-    pub(crate) fn signal(&self, forced: bool) {
-        let waker = {
-            let mut state = self.lock();
-            state.terminating = true;
-            state.forced |= forced;
-            state.waker.take()
-        };
-        if let Some(waker) = waker {
             waker.wake();
         }
     }

@@ -196,6 +196,7 @@
 mod binding;
 mod body;
 mod config;
+mod connection;
 mod date;
 mod feed;
 mod handler;

@@ -2,31 +2,22 @@
 //! in order, until the connection closes (keep-alive and pipelining fall
 //! out of the loop: pipelined requests wait in the buffer).
 
-use crate::binding::{ConnectionGuard, Control};
-use crate::body::Body;
+use crate::body::{Body, BoxError, RequestBodyError};
+use crate::connection::{ConnectionGuard, Control, Deadline, Transport};
 use crate::feed::{self, Feed};
 use crate::handler::{request_timeout_response, Handler};
 use crate::settings::ServerSettings;
 use crate::wire::{self, Delimit, Framed, Framing, Head, Parsed};
-use crate::RequestBodyError;
 use futures_core::Stream;
-use futures_io::{AsyncRead, AsyncWrite};
 use http::{Method, Request, Response, StatusCode, Version};
 use proscenium::Handle;
-use proscenium::Sleep;
 use std::future::{poll_fn, Future};
 use std::io;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
-
-/// What a connection is served over: a `proscenium::net::TcpStream`, or a
-/// TLS stream over one (feature `tls`).
-pub(crate) trait Transport: AsyncRead + AsyncWrite + Unpin + Send + 'static {}
-
-impl<T: AsyncRead + AsyncWrite + Unpin + Send + 'static> Transport for T {}
+use std::time::Duration;
 
 /// Serves `stream` until it closes; the guard (the connection's entry in
 /// the server) is dropped after the socket is closed.
@@ -188,77 +179,6 @@ impl BodyRead {
             Read::Data | Read::Closed => BodyRead::Closed,
             Read::TimedOut => BodyRead::Refused(StatusCode::REQUEST_TIMEOUT),
             Read::Terminating => BodyRead::Terminating,
-        }
-    }
-}
-
-/// A read or write timeout, armed only when the operation would block (a
-/// read that finds its bytes ready costs no timer), from that moment.
-/// `Duration::MAX` never fires.
-///
-/// A `Deadline` can be reused for the next wait of the same length
-/// ([`restart`](Self::restart)): the timer armed for an earlier wait stays
-/// armed, and when it fires before this wait's end it is armed again for
-/// the rest. The idle timeout between keep-alive requests is one such
-/// deadline per connection: a connection serving requests back to back
-/// arms about one timer per idle timeout instead of one per request (and
-/// cancels none). A timer armed for an earlier wait fires no later than
-/// this wait's end, give or take the wheel's rounding of one tick.
-pub(crate) struct Deadline {
-    after: Duration,
-    /// When this wait ends (taken when it first would block).
-    until: Option<Instant>,
-    sleep: Option<Sleep>,
-}
-
-impl Deadline {
-    pub(crate) fn new(after: Duration) -> Deadline {
-        Deadline {
-            after,
-            until: None,
-            sleep: None,
-        }
-    }
-
-    /// Starts a new wait, keeping the timer armed for the last one.
-    pub(crate) fn restart(&mut self) {
-        self.until = None;
-    }
-
-    pub(crate) fn poll(&mut self, handle: &Handle, cx: &mut Context<'_>) -> Poll<()> {
-        if self.after == Duration::MAX {
-            return Poll::Pending;
-        }
-        let mut now = None;
-        let until = match self.until {
-            Some(until) => until,
-            None => {
-                let at = Instant::now();
-                now = Some(at);
-                match at.checked_add(self.after) {
-                    Some(until) => *self.until.insert(until),
-                    // Beyond the clock's range: never.
-                    None => return Poll::Pending,
-                }
-            }
-        };
-        loop {
-            let sleep = match &mut self.sleep {
-                Some(sleep) => sleep,
-                None => {
-                    let now = now.take().unwrap_or_else(Instant::now);
-                    if now >= until {
-                        return Poll::Ready(());
-                    }
-                    self.sleep.insert(handle.sleep(until - now))
-                }
-            };
-            if Pin::new(sleep).poll(cx).is_pending() {
-                return Poll::Pending;
-            }
-            // Fired: at this wait's end, or early (armed for an earlier
-            // wait): then armed again for the rest.
-            self.sleep = None;
         }
     }
 }
@@ -984,7 +904,7 @@ impl<S: Transport> Connection<S> {
     /// fails or panics, at the hard deadline, or at the idle timeout.
     async fn write_stream(
         &mut self,
-        mut stream: Pin<Box<dyn Stream<Item = Result<Vec<u8>, crate::BoxError>> + Send>>,
+        mut stream: Pin<Box<dyn Stream<Item = Result<Vec<u8>, BoxError>> + Send>>,
         delimit: Delimit,
     ) -> io::Result<Wrote> {
         let mut out = Vec::new();

@@ -37,12 +37,10 @@ mod frames;
 /// hyper's runtime traits on the engine's scheduler.
 mod hyper_rt;
 
-use crate::binding::{ConnectionGuard, Control};
-use crate::body::{Body, RequestBodyError};
+use crate::body::{Body, BoxError, RequestBodyError};
+use crate::connection::{ConnectionGuard, Control, Deadline, Transport};
 use crate::handler::{request_timeout_response, Handler};
 use crate::metrics::InFlight;
-use crate::protocol::http1::Deadline;
-use crate::protocol::http1::Transport;
 use crate::protocol::http2::hyper_rt::{Io, Prefixed, SchedulerExecutor, SchedulerTimer};
 use crate::settings::ServerSettings;
 use crate::wire;
@@ -611,12 +609,12 @@ impl Tracked {
 
 impl http_body::Body for Tracked {
     type Data = bytes::Bytes;
-    type Error = crate::BoxError;
+    type Error = BoxError;
 
     fn poll_frame(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<http_body::Frame<bytes::Bytes>, crate::BoxError>>> {
+    ) -> Poll<Option<Result<http_body::Frame<bytes::Bytes>, BoxError>>> {
         let body = &mut self.body;
         let polled = match catch_unwind(AssertUnwindSafe(|| Pin::new(body).poll_frame(cx))) {
             Ok(polled) => polled,

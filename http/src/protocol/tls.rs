@@ -2,7 +2,7 @@
 //! choosing HTTP/2 (`h2`, with the `http2` feature) or HTTP/1.1
 //! (`http/1.1`) per connection, with the server's rules unchanged on both.
 
-use crate::binding::ConnectionGuard;
+use crate::connection::ConnectionGuard;
 use crate::handler::Handler;
 use crate::protocol::http1;
 use crate::settings::tls::Tls;

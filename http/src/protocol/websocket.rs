@@ -10,9 +10,8 @@
 //! 1001 (going away), the client's Close awaited until the hard deadline,
 //! then the socket cut.
 
-use crate::binding::{ConnectionGuard, Control};
 use crate::body::Body;
-use crate::protocol::http1::{Deadline, Transport};
+use crate::connection::{ConnectionGuard, Control, Deadline, Transport};
 use async_tungstenite::tungstenite::error::{CapacityError, ProtocolError};
 use async_tungstenite::tungstenite::handshake::derive_accept_key;
 use async_tungstenite::tungstenite::protocol::frame::coding::CloseCode;

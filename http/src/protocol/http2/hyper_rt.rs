@@ -6,7 +6,7 @@
 //! hyper's `Timer` on the scheduler's timers (`Handle::sleep`). No tokio
 //! runtime runs.
 
-use crate::protocol::http1::Transport;
+use crate::connection::Transport;
 use crate::protocol::http2::frames::Frames;
 use proscenium::Handle;
 use std::future::Future;
