@@ -2,9 +2,9 @@
 
 use crate::body::Body;
 use crate::connection::{ConnectionGuard, Control, Registry};
+use crate::dispatch;
 use crate::handler::{Handler, HandlerOutput};
 use crate::metrics::{Metrics, ServerMetrics};
-use crate::protocol::http1;
 use crate::settings::ServerSettings;
 use crate::terminate::{
     self, HttpTermination, TerminateError, TerminationSignal, TerminationState,
@@ -379,11 +379,18 @@ async fn accept_loop(
                     let settings = Arc::clone(&settings);
                     #[cfg(feature = "tls")]
                     if let Some(tls) = settings.tls.clone() {
-                        let serve = tls.serve(stream, guard, handler, settings, handle.clone());
+                        let serve = dispatch::serve_tls(
+                            tls,
+                            stream,
+                            guard,
+                            handler,
+                            settings,
+                            handle.clone(),
+                        );
                         handle.spawn_detached(serve.instrument(span));
                         continue;
                     }
-                    let serve = http1::serve(stream, guard, handler, settings, handle.clone());
+                    let serve = dispatch::serve(stream, guard, handler, settings, handle.clone());
                     handle.spawn_detached(serve.instrument(span));
                 }
             }

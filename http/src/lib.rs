@@ -198,6 +198,7 @@ mod body;
 mod config;
 mod connection;
 mod date;
+mod dispatch;
 mod feed;
 mod handler;
 mod metrics;

@@ -1,6 +1,14 @@
-//! One connection: read a request, call the handler, write the response,
-//! in order, until the connection closes (keep-alive and pipelining fall
-//! out of the loop: pipelined requests wait in the buffer).
+//! HTTP/1.1 on the crate's own protocol layer (decisions 0012, 0013). One
+//! connection: read a request, call the handler, write the response, in
+//! order, until the connection closes (keep-alive and pipelining fall out
+//! of the loop: pipelined requests wait in the buffer).
+//!
+//! A protocol (see `lib.rs`): it imports the bottom layer (`settings.rs`,
+//! `handler.rs`, `connection.rs`) and the wire format (`wire.rs`,
+//! `feed.rs`), no other protocol. A connection whose first bytes are
+//! HTTP/2's preface, or whose handler accepts an upgrade (a WebSocket),
+//! ends here and is handed back ([`Served`]) to `dispatch.rs`, which
+//! serves it on.
 
 use crate::body::{Body, BoxError, RequestBodyError};
 use crate::connection::{ConnectionGuard, Control, Deadline, Transport};
@@ -19,15 +27,55 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-/// Serves `stream` until it closes; the guard (the connection's entry in
-/// the server) is dropped after the socket is closed.
-pub(crate) async fn serve<S: Transport>(
+/// How [`serve`] ended: the connection is closed, or it goes on in
+/// another protocol.
+pub(crate) enum Served<S, U> {
+    /// Served to its end; the socket is closed.
+    Closed,
+    /// The client opened with the HTTP/2 preface: the stream, and the
+    /// bytes read so far (the preface first), for HTTP/2.
+    #[cfg(feature = "http2")]
+    Http2 { stream: S, read: Vec<u8> },
+    /// The handler accepted an upgrade: the stream, the bytes read past
+    /// the request's head, and the upgrade (its `101` not written yet).
+    Upgraded {
+        stream: S,
+        read: Vec<u8>,
+        upgrade: U,
+    },
+}
+
+/// What a handler's `101 Switching Protocols` may carry: an upgrade the
+/// connection is handed over to (a WebSocket's, with the feature
+/// `websocket`: `dispatch.rs` implements this for it);
+/// [`Infallible`](std::convert::Infallible): none.
+pub(crate) trait Upgrade: Send + Sized + 'static {
+    /// The upgrade `response` carries (then counted as a response, its
+    /// status recorded in `span`), or `None`: not one, and the `101` is
+    /// answered 500 as any informational status is.
+    fn accept(
+        response: &mut Response<Body>,
+        span: &tracing::Span,
+        control: &Control,
+    ) -> Option<Self>;
+}
+
+impl Upgrade for std::convert::Infallible {
+    fn accept(_: &mut Response<Body>, _: &tracing::Span, _: &Control) -> Option<Self> {
+        None
+    }
+}
+
+/// Serves `stream` until it closes or is handed over ([`Served`]); the
+/// caller drops `guard` (the connection's entry in the server) once the
+/// socket is closed.
+pub(crate) async fn serve<S: Transport, U: Upgrade>(
     stream: S,
-    guard: ConnectionGuard,
-    handler: Handler,
+    guard: &ConnectionGuard,
+    handler: &Handler,
     settings: Arc<ServerSettings>,
     handle: Handle,
-) {
+) -> Served<S, U> {
     let mut connection = Connection {
         stream,
         first_head: true,
@@ -42,39 +90,30 @@ pub(crate) async fn serve<S: Transport>(
         handle,
         #[cfg(feature = "metrics")]
         durations: guard.control().metrics().duration_histogram(),
-        #[cfg(feature = "websocket")]
         upgrade: None,
     };
-    if let Err(e) = connection.run(&handler).await {
+    if let Err(e) = connection.run(handler).await {
         tracing::debug!(error = %e, "connection failed");
     }
     #[cfg(feature = "http2")]
     if connection.http2 {
         // The client opened with the HTTP/2 preface: hyper's HTTP/2
         // server takes the connection, and the bytes read so far.
-        let Connection {
-            stream,
-            buf,
-            settings,
-            handle,
-            ..
-        } = connection;
-        return crate::protocol::http2::serve(stream, buf, guard, handler, settings, handle).await;
+        let Connection { stream, buf, .. } = connection;
+        return Served::Http2 { stream, read: buf };
     }
-    #[cfg(feature = "websocket")]
     if let Some(upgrade) = connection.upgrade.take() {
-        // The WebSocket takes the connection (its `101` first), and the
+        // The upgrade takes the connection (its `101` first), and the
         // bytes read past the request's head.
-        let Connection {
+        let Connection { stream, buf, .. } = connection;
+        return Served::Upgraded {
             stream,
-            buf,
-            handle,
-            ..
-        } = connection;
-        return crate::protocol::websocket::serve(stream, buf, guard, upgrade, handle).await;
+            read: buf,
+            upgrade,
+        };
     }
     drop(connection);
-    drop(guard);
+    Served::Closed
 }
 
 /// The connection preface of HTTP/2 with prior knowledge (RFC 9113 §3.4):
@@ -196,13 +235,13 @@ enum Wrote {
     AllThenClose,
 }
 
-struct Connection<S> {
+struct Connection<S, U> {
     stream: S,
     /// No request head was read yet: the first bytes may be the HTTP/2
     /// preface.
     first_head: bool,
     /// The first bytes were the HTTP/2 preface (`run` returned without
-    /// consuming them): `serve` hands the connection to hyper.
+    /// consuming them): `serve` hands the connection to HTTP/2.
     http2: bool,
     control: Arc<Control>,
     /// Bytes read and not yet consumed (the next, maybe pipelined, requests).
@@ -228,13 +267,12 @@ struct Connection<S> {
     /// per request handed to the handler.
     #[cfg(feature = "metrics")]
     durations: ::metrics::Histogram,
-    /// The handler accepted a WebSocket upgrade (feature `websocket`):
-    /// `serve` writes its `101` and hands the connection over.
-    #[cfg(feature = "websocket")]
-    upgrade: Option<crate::protocol::websocket::Accepted>,
+    /// The handler accepted an upgrade (a WebSocket's): `serve` hands the
+    /// connection over, whose new protocol writes the `101`.
+    upgrade: Option<U>,
 }
 
-impl<S: Transport> Connection<S> {
+impl<S: Transport, U: Upgrade> Connection<S, U> {
     async fn run(&mut self, handler: &Handler) -> io::Result<()> {
         loop {
             let head = match self.read_head().await? {
@@ -307,11 +345,9 @@ impl<S: Transport> Connection<S> {
                 Called::Forced => None,
                 Called::Left => return Ok(()),
             };
-            // `mut` for the WebSocket upgrade's check below (a second
-            // binding there would cost a copy of the response per request).
-            #[cfg_attr(not(feature = "websocket"), allow(unused_mut))]
-            let Some(mut response) = response
-            else {
+            // `mut` for the upgrade's check below (a second binding there
+            // would cost a copy of the response per request).
+            let Some(mut response) = response else {
                 // The hard deadline passed. Akka: "if user code does not
                 // reply with a response within the deadline we produce a
                 // special [...] terminationDeadlineExceededResponse HTTP
@@ -324,14 +360,14 @@ impl<S: Transport> Connection<S> {
                 self.durations.record(started.elapsed());
                 return Ok(());
             };
-            #[cfg(feature = "websocket")]
+            // With no upgrade to accept (`U` is `Infallible`: no feature
+            // `websocket`), `accept` is `None` and an optimised build drops
+            // the check.
             if response.status() == StatusCode::SWITCHING_PROTOCOLS {
-                if let Some(upgrade) =
-                    crate::protocol::websocket::accept(&mut response, &span, &self.control)
-                {
-                    // `serve` writes the `101` and hands the connection
-                    // over (no write here: no await point added to this
-                    // future's request path).
+                if let Some(upgrade) = U::accept(&mut response, &span, &self.control) {
+                    // `serve` hands the connection over, and the `101` is
+                    // written there (no write here: no await point added
+                    // to this future's request path).
                     #[cfg(feature = "metrics")]
                     self.durations.record(started.elapsed());
                     self.upgrade = Some(upgrade);
