@@ -1,4 +1,10 @@
-//! [`Http::bind`], the [`ServerBinding`] it returns, and termination.
+//! [`Http::bind`], the [`ServerBinding`] it returns (its address, its
+//! counters, [`unbind`](ServerBinding::unbind)), the accept loop, and the
+//! server's state they share with the connections (each registered with a
+//! `ConnectionGuard`, `connection.rs`) and the termination. On top of the
+//! crate's layers: it spawns each accepted connection on `dispatch.rs`;
+//! `terminate.rs`, above it, adds the termination's methods to
+//! [`ServerBinding`].
 
 use crate::body::Body;
 use crate::connection::{ConnectionGuard, Control, Registry};
@@ -6,15 +12,10 @@ use crate::dispatch;
 use crate::handler::{Handler, HandlerOutput};
 use crate::metrics::{Metrics, ServerMetrics};
 use crate::settings::ServerSettings;
-use crate::terminate::{
-    self, HttpTermination, TerminateError, TerminationSignal, TerminationState,
-};
+use crate::termination::{TerminateError, TerminationState};
 use http::{Request, Response};
 use proscenium::net::TcpListener;
-use proscenium::{
-    ActorRef, ActorSystem, AddTaskError, AskError, CoordinatedShutdown, Handle, NoReplyReason,
-    Reply,
-};
+use proscenium::{ActorRef, ActorSystem, AskError, Handle, NoReplyReason, Reply};
 use std::collections::HashMap;
 use std::fmt;
 use std::future::{poll_fn, Future};
@@ -611,103 +612,6 @@ impl ServerBinding {
             server: Arc::clone(&self.server),
             handle: self.handle.clone(),
         }
-    }
-
-    /// Terminates the server gracefully (Akka HTTP's
-    /// `ServerBinding.terminate`):
-    ///
-    /// 1. unbinds (no new connection is accepted) and completes
-    ///    [`when_termination_signal_issued`](Self::when_termination_signal_issued)
-    ///    at once, with the deadline;
-    /// 2. closes connections with no request in flight at once;
-    /// 3. lets requests in the handler finish until `hard_deadline` and
-    ///    sends their responses with `Connection: close`, then closes;
-    /// 4. answers a request that arrives meanwhile on a live connection
-    ///    with the [termination response](ServerSettings::termination_response)
-    ///    (default `503 Service Unavailable`, empty body, `Connection:
-    ///    close`) without calling the handler, then closes;
-    /// 5. at the deadline, answers a request whose handler is still running
-    ///    with the [deadline-exceeded
-    ///    response](ServerSettings::termination_deadline_exceeded_response)
-    ///    (if the socket takes it at once), cuts a response being written,
-    ///    and closes every connection left;
-    /// 6. completes [`when_terminated`](Self::when_terminated) with an
-    ///    [`HttpTerminated`](crate::HttpTerminated) once no connection is
-    ///    left and the port is closed.
-    ///
-    /// The termination runs on the system's workers whether the returned
-    /// future is awaited or not. Idempotent: a later call (with any
-    /// deadline) starts nothing and returns a future of the same outcome.
-    pub fn terminate(&self, hard_deadline: Duration) -> HttpTermination {
-        terminate::terminate(self, hard_deadline)
-    }
-
-    /// Completes with the hard deadline as soon as
-    /// [`terminate`](Self::terminate) has been called (at once if it has
-    /// been): the signal for other parts of the application that the
-    /// server is shutting down (Akka's `whenTerminationSignalIssued`).
-    pub fn when_termination_signal_issued(&self) -> TerminationSignal {
-        TerminationSignal {
-            server: Arc::clone(&self.server),
-            handle: self.handle.clone(),
-        }
-    }
-
-    /// Completes when the termination is over, whichever call of
-    /// [`terminate`](Self::terminate) started it (Akka's `whenTerminated`):
-    /// no connection is left to this server. Pending until a termination
-    /// is started; its [`wait`](HttpTermination::wait) fails with
-    /// [`TerminateError::SystemTerminated`] if the system terminates
-    /// first.
-    pub fn when_terminated(&self) -> HttpTermination {
-        HttpTermination {
-            server: Arc::clone(&self.server),
-            handle: self.handle.clone(),
-        }
-    }
-
-    /// Adds the server's shutdown to `shutdown`'s phases, as Akka's
-    /// `addToCoordinatedShutdown`:
-    ///
-    /// * `service-unbind`: [`unbind`](Self::unbind), and wait until the port
-    ///   is closed;
-    /// * `service-requests-done`: [`terminate(hard_deadline)`](Self::terminate)
-    ///   and wait until the drain is over (every connection closed, or the
-    ///   hard deadline passed);
-    /// * `service-stop`: close by force what is still open (a drain that
-    ///   its phase's timeout cut short), and wait for
-    ///   [`when_terminated`](Self::when_terminated).
-    ///
-    /// The `service-requests-done` phase should be given a timeout of at
-    /// least `hard_deadline` (the default phase timeout is 5 s), or the
-    /// drain is cut at that timeout; a warning is logged here if it is
-    /// not. Fails if the run has started (the tasks would not run).
-    ///
-    /// ```
-    /// use http::{Request, Response};
-    /// use proscenium::{ActorSystem, Reason, ShutdownConfig};
-    /// use proscenium_http::{Body, Http};
-    /// use std::time::Duration;
-    ///
-    /// let system = ActorSystem::builder().workers(2).pin_workers(false)
-    ///     .coordinated_shutdown(ShutdownConfig::default().run_by_signals(false))
-    ///     .build()?;
-    /// let binding = Http::bind(&system, "127.0.0.1:0".parse()?, |_: Request<Body>| async {
-    ///     Response::new(Body::from("hello"))
-    /// })?;
-    /// binding.add_to_coordinated_shutdown(system.coordinated_shutdown(), Duration::from_secs(3))?;
-    ///
-    /// // Later (or on SIGTERM, or through `system.terminate()`):
-    /// system.coordinated_shutdown().run(Reason::User("deploy".into())).wait()?;
-    /// assert!(binding.when_terminated().wait().is_ok());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn add_to_coordinated_shutdown(
-        &self,
-        shutdown: &CoordinatedShutdown,
-        hard_deadline: Duration,
-    ) -> Result<(), AddTaskError> {
-        terminate::add_to_coordinated_shutdown(self, shutdown, hard_deadline)
     }
 
     pub(crate) fn server(&self) -> &Arc<Server> {

@@ -1,10 +1,16 @@
 //! A connection that opened with the HTTP/2 preface (h2c, prior
-//! knowledge), served by hyper's HTTP/2 server (feature `http2`), with the
-//! server's own rules in the service layer ([`answer`]): the head and body
-//! limits and timeouts, CONNECT, the request timeout, the termination
-//! responses and the counters. HTTP/1.1 stays on the hand-written layer
-//! (`connection.rs`), which hands a connection over here when its first
-//! bytes are the preface (decision 0029).
+//! knowledge) or chose `h2` by ALPN, served by hyper's HTTP/2 server
+//! (feature `http2`), with the server's own rules in the service layer
+//! ([`answer`]): the head and body limits and timeouts, CONNECT, the
+//! request timeout, the termination responses and the counters. HTTP/1.1
+//! stays on the hand-written layer (`http1.rs`), which hands a connection
+//! back to `dispatch.rs`, and so over here, when its first bytes are the
+//! preface (decision 0029).
+//!
+//! A protocol (see `lib.rs`): it imports the bottom layer and no other
+//! protocol; hyper's runtime on the scheduler (`http2/hyper_rt.rs`) and
+//! the frame boundaries it times the connection on (`http2/frames.rs`)
+//! are its own.
 //!
 //! Termination: the connection task watches the connection's signals
 //! (`Control`) and passes them to the streams in flight ([`Broadcast`]),

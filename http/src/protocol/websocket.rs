@@ -9,6 +9,11 @@
 //! termination reaches it as it reaches any connection: a Close frame with
 //! 1001 (going away), the client's Close awaited until the hard deadline,
 //! then the socket cut.
+//!
+//! A protocol (see `lib.rs`): it imports the bottom layer and no other
+//! protocol. HTTP/1.1 (`http1.rs`) finds the upgrade in a handler's `101`
+//! ([`accept`]) and hands the connection back to `dispatch.rs`, which
+//! serves it here ([`serve`]).
 
 use crate::body::Body;
 use crate::connection::{ConnectionGuard, Control, Deadline, Transport};
