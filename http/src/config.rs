@@ -1,5 +1,6 @@
 //! [`ServerSettings`] from a TOML document whose keys mirror Akka HTTP's
-//! `akka.http.server` (in a table `[http.server]`), through serde.
+//! `akka.http.server` (in a table `[http.server]`), through serde. Beside
+//! `settings.rs`, at the bottom of the crate's layers (see `lib.rs`).
 
 use crate::settings::ServerSettings;
 use proscenium::de;
