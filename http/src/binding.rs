@@ -1,18 +1,21 @@
-//! [`Http::bind`], the [`ServerBinding`] it returns, and termination.
+//! [`Http::bind`], the [`ServerBinding`] it returns (its address, its
+//! counters, [`unbind`](ServerBinding::unbind)), the accept loop, and the
+//! server's state they share with the connections (each registered with a
+//! `ConnectionGuard`, `connection.rs`) and the termination. On top of the
+//! crate's layers: it spawns each accepted connection on `dispatch.rs`;
+//! `terminate.rs`, above it, adds the termination's methods to
+//! [`ServerBinding`].
 
 use crate::body::Body;
-use crate::connection;
+use crate::connection::{ConnectionGuard, Control, Registry};
+use crate::dispatch;
+use crate::handler::{Handler, HandlerOutput};
 use crate::metrics::{Metrics, ServerMetrics};
-use crate::terminate::{
-    self, HttpTermination, TerminateError, TerminationResponses, TerminationSignal,
-    TerminationState,
-};
+use crate::settings::ServerSettings;
+use crate::termination::{TerminateError, TerminationState};
 use http::{Request, Response};
 use proscenium::net::TcpListener;
-use proscenium::{
-    ActorRef, ActorSystem, AddTaskError, AskError, CoordinatedShutdown, Handle, NoReplyReason,
-    Reply,
-};
+use proscenium::{ActorRef, ActorSystem, AskError, Handle, NoReplyReason, Reply};
 use std::collections::HashMap;
 use std::fmt;
 use std::future::{poll_fn, Future};
@@ -23,297 +26,6 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 use tracing::Instrument;
-
-/// The type-erased handler.
-pub(crate) type Handler = Arc<
-    dyn Fn(Request<Body>) -> Pin<Box<dyn Future<Output = Response<Body>> + Send>> + Send + Sync,
->;
-
-/// Limits of the server and the responses it sends on its own during a
-/// termination (the defaults suit most services).
-#[derive(Debug, Clone)]
-pub struct ServerSettings {
-    pub(crate) max_head_bytes: usize,
-    pub(crate) max_body_bytes: usize,
-    /// `None`: twice `max_body_bytes` (see [`ServerSettings::body_budget`]).
-    pub(crate) max_body_bytes_per_connection: Option<usize>,
-    pub(crate) idle_timeout: Duration,
-    pub(crate) header_read_timeout: Duration,
-    pub(crate) max_connections: usize,
-    pub(crate) linger_timeout: Duration,
-    pub(crate) request_timeout: Duration,
-    pub(crate) body_read_timeout: Duration,
-    /// The responses sent during termination (setters in terminate.rs).
-    pub(crate) termination: TerminationResponses,
-    pub(crate) stream_request_bodies: bool,
-    #[cfg(feature = "tls")]
-    pub(crate) tls: Option<crate::tls::Tls>,
-}
-
-impl Default for ServerSettings {
-    fn default() -> ServerSettings {
-        ServerSettings {
-            max_head_bytes: 16 * 1024,
-            max_body_bytes: 8 * 1024 * 1024,
-            max_body_bytes_per_connection: None,
-            idle_timeout: Duration::from_secs(60),
-            header_read_timeout: Duration::from_secs(30),
-            max_connections: 1024,
-            linger_timeout: Duration::from_secs(60),
-            request_timeout: Duration::from_secs(20),
-            body_read_timeout: Duration::from_secs(60),
-            termination: TerminationResponses::default(),
-            stream_request_bodies: false,
-            #[cfg(feature = "tls")]
-            tls: None,
-        }
-    }
-}
-
-impl ServerSettings {
-    /// The largest request head (request line and headers) accepted;
-    /// beyond it the answer is 431 and the connection closes. Default
-    /// 16 KiB.
-    pub fn max_head_bytes(mut self, bytes: usize) -> ServerSettings {
-        self.max_head_bytes = bytes;
-        self
-    }
-
-    /// The largest request body accepted; beyond it the answer is 413 and
-    /// the connection closes. Default 8 MiB.
-    pub fn max_body_bytes(mut self, bytes: usize) -> ServerSettings {
-        self.max_body_bytes = bytes;
-        self
-    }
-
-    /// The most bytes of request bodies read whole that one connection
-    /// holds at once. An HTTP/1.1 connection reads one request at a time,
-    /// so `max_body_bytes` bounds it; an HTTP/2 connection reads up to 256
-    /// streams at once, and without this bound each could hold
-    /// `max_body_bytes` (2 GiB at the default 8 MiB).
-    ///
-    /// A body counts from its first byte (all of its `Content-Length` at
-    /// once when it declares one) until its handler has answered. An
-    /// HTTP/2 stream whose body does not fit is answered `503 Service
-    /// Unavailable` without calling the handler: at once when its declared
-    /// length does not fit, or as soon as its bytes pass the budget (its
-    /// bytes so far are dropped). Nothing of it was processed, so the
-    /// client may send it again once its other requests are answered.
-    ///
-    /// Default: twice `max_body_bytes` (so twice whatever it is set to);
-    /// never less than `max_body_bytes`, so that a body the server accepts
-    /// can always be read when it is the connection's only one. Bodies
-    /// streamed to the handler
-    /// ([`stream_request_bodies`](Self::stream_request_bodies)) do not
-    /// count: the handler holds what it has read, and what waits for it is
-    /// bounded by HTTP/2's flow control (1 MiB per connection).
-    pub fn max_body_bytes_per_connection(mut self, bytes: usize) -> ServerSettings {
-        self.max_body_bytes_per_connection = Some(bytes);
-        self
-    }
-
-    /// The budget [`max_body_bytes_per_connection`](Self::max_body_bytes_per_connection)
-    /// sets, or its default. Only HTTP/2 reads it (an HTTP/1.1 connection
-    /// holds one body at a time).
-    #[cfg_attr(not(feature = "http2"), allow(dead_code))]
-    pub(crate) fn body_budget(&self) -> usize {
-        self.max_body_bytes_per_connection
-            .unwrap_or(self.max_body_bytes.saturating_mul(2))
-            .max(self.max_body_bytes)
-    }
-
-    /// How long a connection may stay idle (Akka's
-    /// `akka.http.server.idle-timeout`, same default: 60 s): a keep-alive
-    /// connection with no byte of a next request for this long is closed;
-    /// a read of a request body, or a write of a response the client does
-    /// not read, that makes no progress for this long closes the
-    /// connection too (a body cut short is answered 408 first).
-    /// `Duration::MAX`: never.
-    ///
-    /// On HTTP/2 the timeout runs while no request is in the server's
-    /// hands: no stream is open, or every open one waits on the client
-    /// (its response waits for the client's flow-control window, or for a
-    /// socket the client does not read). It starts over whenever the
-    /// client accepts response content (a DATA frame's payload is
-    /// written); control frames (PING, SETTINGS, WINDOW_UPDATE) do not
-    /// count. At its end the connection is sent GOAWAY, and
-    /// it is closed after one more idle timeout without progress (or as
-    /// soon as the client has seen the GOAWAY and no stream is left);
-    /// the responses still waiting are dropped with it. A handler still
-    /// running, or a streamed response body that has nothing to send yet,
-    /// keeps the timeout from running (the request timeout and a
-    /// termination's hard deadline bound those).
-    pub fn idle_timeout(mut self, timeout: Duration) -> ServerSettings {
-        self.idle_timeout = timeout;
-        self
-    }
-
-    /// How long a request head may take to arrive once its first byte is
-    /// in (against slowloris: a client trickling header bytes to hold a
-    /// connection); beyond it the answer is 408 and the connection closes.
-    /// Akka has no such setting (its idle timeout is reset by each byte).
-    /// Default 30 s; `Duration::MAX`: never.
-    ///
-    /// On HTTP/2 it bounds each request's header block, from its HEADERS
-    /// frame's header to the end of the frame that ends the block: beyond
-    /// it, the stream not being open yet, the connection is sent GOAWAY
-    /// and closed (without a 408).
-    pub fn header_read_timeout(mut self, timeout: Duration) -> ServerSettings {
-        self.header_read_timeout = timeout;
-        self
-    }
-
-    /// The most connections served at once (Akka's
-    /// `akka.http.server.max-connections`, same default: 1024). At the
-    /// limit the server stops accepting: new connections wait in the
-    /// listen backlog (or are refused by the kernel once it is full) and
-    /// are accepted as open ones close. At least 1.
-    pub fn max_connections(mut self, connections: usize) -> ServerSettings {
-        self.max_connections = connections.max(1);
-        self
-    }
-
-    /// How long a connection lingers after its last response (Akka's
-    /// `akka.http.server.linger-timeout`, same default: 1 min).
-    ///
-    /// A response that closes the connection (`Connection: close`: a
-    /// refusal such as 400 or 413, the termination response, a handler's
-    /// response to a request that asked to close, ...) is followed by a
-    /// *lingering close* (RFC 9112 §9.6): the server shuts down its write
-    /// half, so the client reads the response and then EOF, and reads and
-    /// discards whatever the client still sends (a refused body, pipelined
-    /// requests) until the client closes, this timeout passes, or a
-    /// termination's hard deadline does. Closing at once instead, with
-    /// unread bytes in the socket, would make the kernel send a reset that
-    /// can destroy the response before the client has read it (and fails
-    /// the client's writes). During a termination, a lingering connection
-    /// with nothing to read is closed at once, as an idle one is.
-    ///
-    /// `Duration::ZERO`: no lingering (close at once); `Duration::MAX`:
-    /// linger until the client closes.
-    ///
-    /// On HTTP/2 the connection lingers after hyper has closed it (the
-    /// client saw the GOAWAY, or sent a protocol error); there the
-    /// lingering also ends once the client has sent nothing for 2 s (or
-    /// for the idle timeout if shorter): what it sent before it saw the
-    /// GOAWAY has arrived by then, and a client that keeps its socket open
-    /// and silent does not hold the connection for the whole linger
-    /// timeout.
-    pub fn linger_timeout(mut self, timeout: Duration) -> ServerSettings {
-        self.linger_timeout = timeout;
-        self
-    }
-
-    /// How long the handler may take to produce its response once the
-    /// whole request is in (Akka's `akka.http.server.request-timeout`,
-    /// same default: 20 s; as in Akka, the timer starts at the end of the
-    /// request, so a long upload keeps its time to be processed). Beyond
-    /// it the handler's future is dropped and the answer is `503 Service
-    /// Unavailable`; the connection goes on. A streamed response body is
-    /// not bounded by it once its head is produced (the idle timeout and a
-    /// termination's hard deadline bound it). `Duration::MAX`: never.
-    pub fn request_timeout(mut self, timeout: Duration) -> ServerSettings {
-        self.request_timeout = timeout;
-        self
-    }
-
-    /// How long a request body may take to arrive once its head is in,
-    /// whatever its pace (not Akka's: its idle timeout is reset by each
-    /// byte, so a body trickled a byte at a time holds a connection
-    /// forever); beyond it the answer is `408 Request Timeout` and the
-    /// connection closes. The body-side counterpart of
-    /// [`header_read_timeout`](Self::header_read_timeout). Default 60 s
-    /// (an 8 MiB body then needs about 140 KB/s); `Duration::MAX`: never.
-    pub fn body_read_timeout(mut self, timeout: Duration) -> ServerSettings {
-        self.body_read_timeout = timeout;
-        self
-    }
-
-    /// Whether request bodies stream to the handler (default `false`:
-    /// each body is read whole before the handler is called, and
-    /// `request.body().as_bytes()` holds it).
-    ///
-    /// On, a request with a body reaches the handler as soon as its head
-    /// is in, its [`Body`] a stream the handler reads as the client sends
-    /// ([`Body::next_chunk`], [`Body::read_all`], or as an
-    /// `http_body::Body`): an upload can go to disk or to an actor piece
-    /// by piece instead of into memory whole. At most 64 KiB wait between
-    /// the socket and the handler; past that the server stops reading
-    /// until the handler takes some, and the client's sending slows down
-    /// with TCP's window. `max_body_bytes`, the body read timeout and the
-    /// idle timeout still hold: a body that breaks them ends with an error
-    /// the handler reads (and the connection closes after its response),
-    /// as does a body whose client left or that is malformed. A handler
-    /// that answers before reading the whole body (or drops it) gets its
-    /// response sent, then the connection is closed. A body whose
-    /// `Content-Length` is over `max_body_bytes` is still answered 413
-    /// without calling the handler. During a termination, a request whose
-    /// handler runs is in flight: its body is read on until the hard
-    /// deadline.
-    ///
-    /// On HTTP/2 the same holds for each stream.
-    pub fn stream_request_bodies(mut self, on: bool) -> ServerSettings {
-        self.stream_request_bodies = on;
-        self
-    }
-
-    /// Serves HTTPS (feature `tls`): every connection of the binding
-    /// begins with a TLS handshake (bounded by the header read timeout),
-    /// and ALPN chooses HTTP/2 (`h2`, with the `http2` feature) or
-    /// HTTP/1.1. Everything else (limits, timeouts, the termination) is
-    /// the same as on plain connections. Not a configuration key: the
-    /// certificate is the application's to load ([`Tls::from_pem_files`](crate::Tls::from_pem_files)).
-    #[cfg(feature = "tls")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
-    pub fn tls(mut self, tls: crate::tls::Tls) -> ServerSettings {
-        self.tls = Some(tls);
-        self
-    }
-}
-
-/// What a handler's future may produce: a [`Response`], or a `Result` of
-/// one whose error is answered `500 Internal Server Error`, the error
-/// logged (error level, in the request's span), and the server goes on.
-///
-/// ```
-/// use http::{Request, Response};
-/// use proscenium::ActorSystem;
-/// use proscenium_http::{Body, Http};
-///
-/// # let system = ActorSystem::builder().workers(1).pin_workers(false).build()?;
-/// let binding = Http::bind(&system, "127.0.0.1:0".parse()?, |request: Request<Body>| async move {
-///     let text = std::str::from_utf8(request.body().as_bytes())?.to_owned();
-///     Ok::<_, std::str::Utf8Error>(Response::new(Body::from(text)))
-/// })?;
-/// # binding.terminate(std::time::Duration::from_secs(1)).wait()?;
-/// # system.terminate().wait();
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub trait HandlerOutput: Send + 'static {
-    /// The response this output is answered with.
-    fn into_response(self) -> Response<Body>;
-}
-
-impl HandlerOutput for Response<Body> {
-    fn into_response(self) -> Response<Body> {
-        self
-    }
-}
-
-impl<E> HandlerOutput for Result<Response<Body>, E>
-where
-    E: fmt::Display + Send + 'static,
-{
-    fn into_response(self) -> Response<Body> {
-        match self {
-            Ok(response) => response,
-            Err(e) => {
-                tracing::error!(error = %e, "the handler failed: answered 500");
-                crate::wire::empty_response(http::StatusCode::INTERNAL_SERVER_ERROR)
-            }
-        }
-    }
-}
 
 /// The entry point: binds HTTP/1.1 and HTTP/2 servers on an [`ActorSystem`].
 #[derive(Debug, Clone, Copy)]
@@ -486,7 +198,7 @@ impl Http {
         S::Error: fmt::Display + Send + 'static,
         S::Future: Send + 'static,
         B: http_body::Body<Data = bytes::Bytes> + Send + 'static,
-        B::Error: Into<crate::BoxError>,
+        B::Error: Into<crate::body::BoxError>,
     {
         Http::bind_with(system, addr, settings, move |request: Request<Body>| {
             crate::service::call(service.clone(), request)
@@ -668,11 +380,18 @@ async fn accept_loop(
                     let settings = Arc::clone(&settings);
                     #[cfg(feature = "tls")]
                     if let Some(tls) = settings.tls.clone() {
-                        let serve = tls.serve(stream, guard, handler, settings, handle.clone());
+                        let serve = dispatch::serve_tls(
+                            tls,
+                            stream,
+                            guard,
+                            handler,
+                            settings,
+                            handle.clone(),
+                        );
                         handle.spawn_detached(serve.instrument(span));
                         continue;
                     }
-                    let serve = connection::serve(stream, guard, handler, settings, handle.clone());
+                    let serve = dispatch::serve(stream, guard, handler, settings, handle.clone());
                     handle.spawn_detached(serve.instrument(span));
                 }
             }
@@ -769,17 +488,14 @@ impl Server {
         }
         let id = state.next_id;
         state.next_id += 1;
-        let control = Arc::new(Control {
-            state: Mutex::default(),
-            metrics: Arc::clone(&self.metrics),
-        });
+        let control = Arc::new(Control::new(Arc::clone(&self.metrics)));
         state.connections.insert(id, Arc::clone(&control));
         self.metrics.connection_opened();
-        Some(ConnectionGuard {
-            server: Arc::clone(self),
+        Some(ConnectionGuard::new(
+            Arc::clone(self) as Arc<dyn Registry>,
             id,
             control,
-        })
+        ))
     }
 
     pub(crate) fn request_unbind(&self) {
@@ -821,28 +537,14 @@ impl Server {
     }
 }
 
-/// Held by a connection's task; dropping it (after the socket closed)
-/// removes the connection.
-pub(crate) struct ConnectionGuard {
-    server: Arc<Server>,
-    /// The connection's id (in its tracing span).
-    pub(crate) id: u64,
-    control: Arc<Control>,
-}
-
-impl ConnectionGuard {
-    pub(crate) fn control(&self) -> Arc<Control> {
-        Arc::clone(&self.control)
-    }
-}
-
-impl Drop for ConnectionGuard {
-    fn drop(&mut self) {
+/// A connection's guard, dropped once its socket is closed, removes it.
+impl Registry for Server {
+    fn remove(&self, id: u64) {
         // Before the removal under the lock (see `connection_closed`).
-        self.server.metrics.connection_closed();
+        self.metrics.connection_closed();
         let (wakers, accept) = {
-            let mut state = self.server.lock();
-            state.connections.remove(&self.id);
+            let mut state = self.lock();
+            state.connections.remove(&id);
             let accept = if std::mem::take(&mut state.at_capacity) {
                 state.accept_waker.clone()
             } else {
@@ -857,74 +559,6 @@ impl Drop for ConnectionGuard {
         };
         wakers.into_iter().for_each(Waker::wake);
         if let Some(waker) = accept {
-            waker.wake();
-        }
-    }
-}
-
-/// The termination signals of one connection, and the server's counters.
-pub(crate) struct Control {
-    state: Mutex<ControlState>,
-    metrics: Arc<Metrics>,
-}
-
-#[derive(Default)]
-struct ControlState {
-    terminating: bool,
-    forced: bool,
-    waker: Option<Waker>,
-}
-
-/// The signals a connection has received.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Signals {
-    /// The server terminates: close when idle, `Connection: close` on the
-    /// in-flight response, 503 to new requests.
-    pub(crate) terminating: bool,
-    /// The hard deadline passed: close now.
-    pub(crate) forced: bool,
-}
-
-impl Control {
-    fn lock(&self) -> MutexGuard<'_, ControlState> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// The signals so far; the connection's task is woken on the next one.
-    pub(crate) fn poll_signals(&self, cx: &mut Context<'_>) -> Signals {
-        let mut state = self.lock();
-        match &state.waker {
-            Some(w) if w.will_wake(cx.waker()) => {}
-            _ => state.waker = Some(cx.waker().clone()),
-        }
-        Signals {
-            terminating: state.terminating,
-            forced: state.forced,
-        }
-    }
-
-    /// The signals so far.
-    pub(crate) fn signals(&self) -> Signals {
-        let state = self.lock();
-        Signals {
-            terminating: state.terminating,
-            forced: state.forced,
-        }
-    }
-
-    /// The server's counters.
-    pub(crate) fn metrics(&self) -> &Arc<Metrics> {
-        &self.metrics
-    }
-
-    pub(crate) fn signal(&self, forced: bool) {
-        let waker = {
-            let mut state = self.lock();
-            state.terminating = true;
-            state.forced |= forced;
-            state.waker.take()
-        };
-        if let Some(waker) = waker {
             waker.wake();
         }
     }
@@ -978,103 +612,6 @@ impl ServerBinding {
             server: Arc::clone(&self.server),
             handle: self.handle.clone(),
         }
-    }
-
-    /// Terminates the server gracefully (Akka HTTP's
-    /// `ServerBinding.terminate`):
-    ///
-    /// 1. unbinds (no new connection is accepted) and completes
-    ///    [`when_termination_signal_issued`](Self::when_termination_signal_issued)
-    ///    at once, with the deadline;
-    /// 2. closes connections with no request in flight at once;
-    /// 3. lets requests in the handler finish until `hard_deadline` and
-    ///    sends their responses with `Connection: close`, then closes;
-    /// 4. answers a request that arrives meanwhile on a live connection
-    ///    with the [termination response](ServerSettings::termination_response)
-    ///    (default `503 Service Unavailable`, empty body, `Connection:
-    ///    close`) without calling the handler, then closes;
-    /// 5. at the deadline, answers a request whose handler is still running
-    ///    with the [deadline-exceeded
-    ///    response](ServerSettings::termination_deadline_exceeded_response)
-    ///    (if the socket takes it at once), cuts a response being written,
-    ///    and closes every connection left;
-    /// 6. completes [`when_terminated`](Self::when_terminated) with an
-    ///    [`HttpTerminated`](crate::HttpTerminated) once no connection is
-    ///    left and the port is closed.
-    ///
-    /// The termination runs on the system's workers whether the returned
-    /// future is awaited or not. Idempotent: a later call (with any
-    /// deadline) starts nothing and returns a future of the same outcome.
-    pub fn terminate(&self, hard_deadline: Duration) -> HttpTermination {
-        terminate::terminate(self, hard_deadline)
-    }
-
-    /// Completes with the hard deadline as soon as
-    /// [`terminate`](Self::terminate) has been called (at once if it has
-    /// been): the signal for other parts of the application that the
-    /// server is shutting down (Akka's `whenTerminationSignalIssued`).
-    pub fn when_termination_signal_issued(&self) -> TerminationSignal {
-        TerminationSignal {
-            server: Arc::clone(&self.server),
-            handle: self.handle.clone(),
-        }
-    }
-
-    /// Completes when the termination is over, whichever call of
-    /// [`terminate`](Self::terminate) started it (Akka's `whenTerminated`):
-    /// no connection is left to this server. Pending until a termination
-    /// is started; its [`wait`](HttpTermination::wait) fails with
-    /// [`TerminateError::SystemTerminated`] if the system terminates
-    /// first.
-    pub fn when_terminated(&self) -> HttpTermination {
-        HttpTermination {
-            server: Arc::clone(&self.server),
-            handle: self.handle.clone(),
-        }
-    }
-
-    /// Adds the server's shutdown to `shutdown`'s phases, as Akka's
-    /// `addToCoordinatedShutdown`:
-    ///
-    /// * `service-unbind`: [`unbind`](Self::unbind), and wait until the port
-    ///   is closed;
-    /// * `service-requests-done`: [`terminate(hard_deadline)`](Self::terminate)
-    ///   and wait until the drain is over (every connection closed, or the
-    ///   hard deadline passed);
-    /// * `service-stop`: close by force what is still open (a drain that
-    ///   its phase's timeout cut short), and wait for
-    ///   [`when_terminated`](Self::when_terminated).
-    ///
-    /// The `service-requests-done` phase should be given a timeout of at
-    /// least `hard_deadline` (the default phase timeout is 5 s), or the
-    /// drain is cut at that timeout; a warning is logged here if it is
-    /// not. Fails if the run has started (the tasks would not run).
-    ///
-    /// ```
-    /// use http::{Request, Response};
-    /// use proscenium::{ActorSystem, Reason, ShutdownConfig};
-    /// use proscenium_http::{Body, Http};
-    /// use std::time::Duration;
-    ///
-    /// let system = ActorSystem::builder().workers(2).pin_workers(false)
-    ///     .coordinated_shutdown(ShutdownConfig::default().run_by_signals(false))
-    ///     .build()?;
-    /// let binding = Http::bind(&system, "127.0.0.1:0".parse()?, |_: Request<Body>| async {
-    ///     Response::new(Body::from("hello"))
-    /// })?;
-    /// binding.add_to_coordinated_shutdown(system.coordinated_shutdown(), Duration::from_secs(3))?;
-    ///
-    /// // Later (or on SIGTERM, or through `system.terminate()`):
-    /// system.coordinated_shutdown().run(Reason::User("deploy".into())).wait()?;
-    /// assert!(binding.when_terminated().wait().is_ok());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn add_to_coordinated_shutdown(
-        &self,
-        shutdown: &CoordinatedShutdown,
-        hard_deadline: Duration,
-    ) -> Result<(), AddTaskError> {
-        terminate::add_to_coordinated_shutdown(self, shutdown, hard_deadline)
     }
 
     pub(crate) fn server(&self) -> &Arc<Server> {

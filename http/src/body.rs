@@ -1,4 +1,6 @@
 //! [`Body`]: the bytes of a request or a response, whole or streamed.
+//! Vocabulary, at the bottom of the crate's layers (see `lib.rs`): it
+//! imports no other module.
 
 use futures_core::Stream;
 use std::error::Error;

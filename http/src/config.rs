@@ -1,7 +1,8 @@
 //! [`ServerSettings`] from a TOML document whose keys mirror Akka HTTP's
-//! `akka.http.server` (in a table `[http.server]`), through serde.
+//! `akka.http.server` (in a table `[http.server]`), through serde. Beside
+//! `settings.rs`, at the bottom of the crate's layers (see `lib.rs`).
 
-use crate::binding::ServerSettings;
+use crate::settings::ServerSettings;
 use proscenium::de;
 use proscenium::ConfigError;
 use serde::{Deserialize, Deserializer};

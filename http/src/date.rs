@@ -1,5 +1,6 @@
 //! The `Date` header (RFC 9110 §6.6.1): IMF-fixdate, formatted once per
-//! second per thread.
+//! second per thread. A helper at the bottom of the crate's layers (see
+//! `lib.rs`), for `wire.rs`.
 
 use std::cell::RefCell;
 use std::time::{SystemTime, UNIX_EPOCH};

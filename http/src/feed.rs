@@ -4,6 +4,9 @@
 //! over the feed. At most [`FEED_CAPACITY`] bytes wait in between: past
 //! that the connection stops reading the socket until the handler takes
 //! some (backpressure reaches the client through TCP's window).
+//!
+//! A helper at the bottom of the crate's layers (see `lib.rs`), beside
+//! `body.rs`; HTTP/1.1 (`protocol/http1.rs`) feeds it.
 
 use crate::body::{Body, BoxError};
 use futures_core::Stream;

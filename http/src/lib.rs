@@ -193,43 +193,73 @@
 #![deny(missing_docs)]
 #![doc(test(attr(deny(warnings))))]
 
-mod binding;
+// The modules in layers: each imports only from the layers before it,
+// and the protocols none of one another (decision 0029, "Layout").
+//
+// 1. Vocabulary and helpers: the body, the HTTP/1.1 wire format, the
+//    counters, the tower adapter.
+// 2. What the protocols stand on: the settings, the handler, the
+//    connection's shared parts (its guard and signals), and what a
+//    termination is.
+// 3. The protocols (`protocol/`): HTTP/1.1, HTTP/2, WebSocket, TLS.
+// 4. `dispatch`: which protocol serves a connection, and the hand-overs.
+// 5. `binding` (the accept loop, the server's state), then `terminate`.
+
+/// `Body`: the bytes of a request or a response, whole or streamed.
 mod body;
-mod config;
-mod connection;
+/// The `Date` header, formatted once per second per thread.
 mod date;
+/// A streamed request body's channel, from the connection to the handler.
 mod feed;
-#[cfg(feature = "http2")]
-mod frames;
-#[cfg(feature = "http2")]
-mod http2;
-#[cfg(feature = "http2")]
-mod hyper_rt;
+/// The server's counters (`ServerMetrics`).
 mod metrics;
+/// A tower `Service` as a handler (feature `tower`).
 #[cfg(feature = "tower")]
 mod service;
-mod terminate;
-#[cfg(feature = "tls")]
-mod tls;
-#[cfg(feature = "websocket")]
-mod websocket;
+/// The HTTP/1.1 wire format: parsing a request head, writing a response.
 mod wire;
 
-pub use crate::binding::{HandlerOutput, Http, ServerBinding, ServerSettings, Unbind};
+/// `ServerSettings` from TOML (`ServerSettings::from_toml_str`).
+mod config;
+/// What every protocol's connection shares: `Transport`,
+/// `ConnectionGuard`, `Control`, and `Deadline` (a read's or a write's
+/// timeout).
+mod connection;
+/// `HandlerOutput` and the type-erased `Handler`.
+mod handler;
+/// `ServerSettings` (and `Tls`, feature `tls`).
+mod settings;
+/// What a termination is: `Deadline` (its hard deadline),
+/// `HttpTerminated`, `TerminateError`, and its state.
+mod termination;
+
+/// HTTP/1.1, HTTP/2, WebSocket, TLS: siblings.
+mod protocol;
+
+/// One connection's protocols, from its first byte to its close.
+mod dispatch;
+
+/// `Http::bind`, `ServerBinding`, the accept loop.
+mod binding;
+/// Graceful termination: `ServerBinding::terminate` and its futures.
+mod terminate;
+
+pub use crate::binding::{Http, ServerBinding, Unbind};
 pub use crate::body::{Body, BoxError, RequestBodyError};
+pub use crate::handler::HandlerOutput;
 pub use crate::metrics::{ResponsesByClass, ServerMetrics};
-pub use crate::terminate::{
-    Deadline, HttpTerminated, HttpTermination, InvalidResponse, TerminateError, TerminationSignal,
-};
-#[cfg(feature = "tls")]
-#[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
-pub use crate::tls::{Tls, TlsError};
 #[cfg(feature = "websocket")]
 #[cfg_attr(docsrs, doc(cfg(feature = "websocket")))]
-pub use crate::websocket::{
+pub use crate::protocol::websocket::{
     CloseFrame, Message, WebSocket, WebSocketCloseCode, WebSocketClosed, WebSocketReceiver,
     WebSocketSender, WebSocketUpgrade,
 };
+#[cfg(feature = "tls")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tls")))]
+pub use crate::settings::tls::{Tls, TlsError};
+pub use crate::settings::{InvalidResponse, ServerSettings};
+pub use crate::terminate::{HttpTermination, TerminationSignal};
+pub use crate::termination::{Deadline, HttpTerminated, TerminateError};
 /// The `http` crate, whose `Request` and `Response` handlers take and return.
 pub use http;
 /// The rustls version [`Tls::from_config`] takes (feature `tls`).

@@ -1,5 +1,7 @@
 //! The server's counters ([`ServerMetrics`], read with
-//! [`ServerBinding::metrics`](crate::ServerBinding::metrics)).
+//! [`ServerBinding::metrics`](crate::ServerBinding::metrics)). At the
+//! bottom of the crate's layers (see `lib.rs`): it imports no other
+//! module.
 //!
 //! One set of atomics per binding for the connections, and for the
 //! requests one set per scheduler worker (plus one for other threads),

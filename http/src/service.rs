@@ -11,6 +11,9 @@
 //! polled only as the client reads, like [`Body::from_stream`]. So the
 //! writers (HTTP/1.1's and HTTP/2's) stay as they are, and `Http::bind`'s
 //! path does not change (decision 0032).
+//!
+//! A helper at the bottom of the crate's layers (see `lib.rs`): it knows
+//! only [`Body`]; `Http::bind_service` (`binding.rs`) makes a handler of it.
 
 use crate::body::{Body, BoxError};
 use bytes::Bytes;

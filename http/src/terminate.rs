@@ -1,7 +1,11 @@
-//! Graceful termination (Akka HTTP's `ServerBinding.terminate`): the
-//! termination's state and task, the futures that observe it
-//! ([`TerminationSignal`], [`HttpTermination`]), the responses it sends,
-//! and the coordinated-shutdown tasks.
+//! Graceful termination (Akka HTTP's `ServerBinding.terminate`):
+//! [`ServerBinding::terminate`](crate::ServerBinding::terminate), the
+//! termination's task, the futures that observe it
+//! ([`TerminationSignal`], [`HttpTermination`]), and the
+//! coordinated-shutdown tasks. On top of the crate's layers, above
+//! `binding.rs` (which does not import it): what a termination is and its
+//! state are `termination.rs`'s, the responses it sends are settings
+//! (`settings.rs`).
 //!
 //! The first [`ServerBinding::terminate`](crate::ServerBinding::terminate)
 //! records a [`Deadline`] in the server's state, requests the unbind,
@@ -10,138 +14,126 @@
 //! signals what is left (`forced`), waits for those connections to close,
 //! and completes the outcome every [`HttpTermination`] waits for. Later
 //! calls only return a future of that same outcome. Each connection acts on
-//! its own signals (see `connection.rs`): idle, it closes; with a request
+//! its own signals (`connection.rs`'s `Control`, read by each protocol in
+//! `protocol/`): idle, it closes; with a request
 //! in the handler, it finishes it and sends the response with `Connection:
 //! close`; a request that arrives completes with the termination response;
 //! at the deadline, a handler still running is dropped and the
 //! deadline-exceeded response is sent instead, if the socket takes it at
 //! once.
 
-use crate::binding::{Server, ServerBinding, ServerSettings};
-use crate::body::Body;
-use http::header::CONNECTION;
-use http::{HeaderMap, Response, StatusCode};
-use proscenium::{AddTaskError, CoordinatedShutdown, Handle, JoinError, Phase, TaskError};
+use crate::binding::{Server, ServerBinding};
+use crate::termination::{Deadline, HttpTerminated, TerminateError, TerminationState};
+use proscenium::{AddTaskError, CoordinatedShutdown, Handle, Phase, TaskError};
 use std::fmt;
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-/// When a termination's hard deadline passes (Akka's `Deadline`), as
-/// [`ServerBinding::when_termination_signal_issued`] gives it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Deadline {
-    /// `None`: beyond the clock's range (never).
-    at: Option<Instant>,
-}
+impl ServerBinding {
+    /// Terminates the server gracefully (Akka HTTP's
+    /// `ServerBinding.terminate`):
+    ///
+    /// 1. unbinds (no new connection is accepted) and completes
+    ///    [`when_termination_signal_issued`](Self::when_termination_signal_issued)
+    ///    at once, with the deadline;
+    /// 2. closes connections with no request in flight at once;
+    /// 3. lets requests in the handler finish until `hard_deadline` and
+    ///    sends their responses with `Connection: close`, then closes;
+    /// 4. answers a request that arrives meanwhile on a live connection
+    ///    with the [termination response](crate::ServerSettings::termination_response)
+    ///    (default `503 Service Unavailable`, empty body, `Connection:
+    ///    close`) without calling the handler, then closes;
+    /// 5. at the deadline, answers a request whose handler is still running
+    ///    with the [deadline-exceeded
+    ///    response](crate::ServerSettings::termination_deadline_exceeded_response)
+    ///    (if the socket takes it at once), cuts a response being written,
+    ///    and closes every connection left;
+    /// 6. completes [`when_terminated`](Self::when_terminated) with an
+    ///    [`HttpTerminated`](crate::HttpTerminated) once no connection is
+    ///    left and the port is closed.
+    ///
+    /// The termination runs on the system's workers whether the returned
+    /// future is awaited or not. Idempotent: a later call (with any
+    /// deadline) starts nothing and returns a future of the same outcome.
+    pub fn terminate(&self, hard_deadline: Duration) -> HttpTermination {
+        start(self, hard_deadline)
+    }
 
-impl Deadline {
-    /// `after` from now.
-    pub(crate) fn after(after: Duration) -> Deadline {
-        Deadline {
-            at: Instant::now().checked_add(after),
+    /// Completes with the hard deadline as soon as
+    /// [`terminate`](Self::terminate) has been called (at once if it has
+    /// been): the signal for other parts of the application that the
+    /// server is shutting down (Akka's `whenTerminationSignalIssued`).
+    pub fn when_termination_signal_issued(&self) -> TerminationSignal {
+        TerminationSignal {
+            server: Arc::clone(self.server()),
+            handle: self.handle().clone(),
         }
     }
 
-    /// The instant, or `None` for a deadline too far away for the clock
-    /// (`terminate(Duration::MAX)`): it never passes.
-    pub fn instant(&self) -> Option<Instant> {
-        self.at
-    }
-
-    /// The time left until the deadline: zero once it passed,
-    /// [`Duration::MAX`] if it never passes.
-    pub fn time_left(&self) -> Duration {
-        match self.at {
-            Some(at) => at.saturating_duration_since(Instant::now()),
-            None => Duration::MAX,
+    /// Completes when the termination is over, whichever call of
+    /// [`terminate`](Self::terminate) started it (Akka's `whenTerminated`):
+    /// no connection is left to this server. Pending until a termination
+    /// is started; its [`wait`](HttpTermination::wait) fails with
+    /// [`TerminateError::SystemTerminated`] if the system terminates
+    /// first.
+    pub fn when_terminated(&self) -> HttpTermination {
+        HttpTermination {
+            server: Arc::clone(self.server()),
+            handle: self.handle().clone(),
         }
     }
 
-    /// Whether the deadline has passed.
-    pub fn is_overdue(&self) -> bool {
-        self.at.is_some_and(|at| Instant::now() >= at)
-    }
-}
-
-/// The outcome of a termination: no connection is left (Akka's
-/// `HttpTerminated`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct HttpTerminated {
-    /// Connections still open at the hard deadline (or when the
-    /// coordinated shutdown's `service-stop` phase forced the close), and
-    /// closed by force.
-    pub forced_connections: usize,
-    /// WebSockets open when the termination started (feature `websocket`;
-    /// 0 without it): each was sent a Close frame with 1001 (going away)
-    /// and closed when the client answered it, or at the hard deadline
-    /// (then counted in `forced_connections` too).
-    pub websockets: usize,
-}
-
-/// Why a termination could not be awaited to its end.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum TerminateError {
-    /// The actor system terminated first (its workers dropped the
-    /// termination's task, and with it every connection), or it terminated
-    /// while [`ServerBinding::when_terminated`] waited for a termination
-    /// that was never started.
-    #[error("the actor system terminated before the server")]
-    SystemTerminated,
-}
-
-impl From<JoinError> for TerminateError {
-    fn from(_: JoinError) -> TerminateError {
-        // The futures waited on do not panic; cancelled they were.
-        TerminateError::SystemTerminated
-    }
-}
-
-/// The termination's part of the server's state (under its lock).
-#[derive(Default)]
-pub(crate) struct TerminationState {
-    /// Set by the first `terminate`: the signal is issued.
-    deadline: Option<Deadline>,
-    /// The coordinated shutdown's `service-stop` asks to close what is left
-    /// now, before the deadline.
-    force_requested: bool,
-    /// The drain is over: every connection closed, or the deadline passed
-    /// (or the close was forced) and what was left was told to close.
-    drain_over: bool,
-    outcome: Option<Result<HttpTerminated, TerminateError>>,
-    /// Every future waiting on any of the above (and the termination's
-    /// task, for `force_requested`): woken on each change.
-    wakers: Vec<Waker>,
-}
-
-impl TerminationState {
-    /// `Ready(f(self))` if `f` has an answer, else registers the waker.
-    fn poll<T>(&mut self, cx: &mut Context<'_>, f: impl Fn(&Self) -> Option<T>) -> Poll<T> {
-        if let Some(t) = f(self) {
-            return Poll::Ready(t);
-        }
-        if !self.wakers.iter().any(|w| w.will_wake(cx.waker())) {
-            self.wakers.push(cx.waker().clone());
-        }
-        Poll::Pending
-    }
-
-    fn take_wakers(&mut self) -> Vec<Waker> {
-        std::mem::take(&mut self.wakers)
-    }
-
-    pub(crate) fn is_started(&self) -> bool {
-        self.deadline.is_some()
+    /// Adds the server's shutdown to `shutdown`'s phases, as Akka's
+    /// `addToCoordinatedShutdown`:
+    ///
+    /// * `service-unbind`: [`unbind`](Self::unbind), and wait until the port
+    ///   is closed;
+    /// * `service-requests-done`: [`terminate(hard_deadline)`](Self::terminate)
+    ///   and wait until the drain is over (every connection closed, or the
+    ///   hard deadline passed);
+    /// * `service-stop`: close by force what is still open (a drain that
+    ///   its phase's timeout cut short), and wait for
+    ///   [`when_terminated`](Self::when_terminated).
+    ///
+    /// The `service-requests-done` phase should be given a timeout of at
+    /// least `hard_deadline` (the default phase timeout is 5 s), or the
+    /// drain is cut at that timeout; a warning is logged here if it is
+    /// not. Fails if the run has started (the tasks would not run).
+    ///
+    /// ```
+    /// use http::{Request, Response};
+    /// use proscenium::{ActorSystem, Reason, ShutdownConfig};
+    /// use proscenium_http::{Body, Http};
+    /// use std::time::Duration;
+    ///
+    /// let system = ActorSystem::builder().workers(2).pin_workers(false)
+    ///     .coordinated_shutdown(ShutdownConfig::default().run_by_signals(false))
+    ///     .build()?;
+    /// let binding = Http::bind(&system, "127.0.0.1:0".parse()?, |_: Request<Body>| async {
+    ///     Response::new(Body::from("hello"))
+    /// })?;
+    /// binding.add_to_coordinated_shutdown(system.coordinated_shutdown(), Duration::from_secs(3))?;
+    ///
+    /// // Later (or on SIGTERM, or through `system.terminate()`):
+    /// system.coordinated_shutdown().run(Reason::User("deploy".into())).wait()?;
+    /// assert!(binding.when_terminated().wait().is_ok());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn add_to_coordinated_shutdown(
+        &self,
+        shutdown: &CoordinatedShutdown,
+        hard_deadline: Duration,
+    ) -> Result<(), AddTaskError> {
+        add_tasks(self, shutdown, hard_deadline)
     }
 }
 
 /// Starts the termination unless one was started; the future of its
 /// outcome either way.
-pub(crate) fn terminate(binding: &ServerBinding, hard_deadline: Duration) -> HttpTermination {
+fn start(binding: &ServerBinding, hard_deadline: Duration) -> HttpTermination {
     let server = binding.server();
     let wakers = {
         let mut state = server.lock();
@@ -357,133 +349,8 @@ async fn drain_over(server: &Server) {
     .await
 }
 
-/// A response the server sends on its own during a termination: kept as
-/// parts, since `Response` is not `Clone` (and a body only as bytes: a
-/// stream could be sent once).
-#[derive(Debug, Clone)]
-pub(crate) struct CannedResponse {
-    status: StatusCode,
-    headers: HeaderMap,
-    body: Vec<u8>,
-}
-
-impl CannedResponse {
-    /// 503 with an empty body (Akka's default for both responses).
-    pub(crate) fn unavailable() -> CannedResponse {
-        CannedResponse {
-            status: StatusCode::SERVICE_UNAVAILABLE,
-            headers: HeaderMap::new(),
-            body: Vec::new(),
-        }
-    }
-
-    fn from_response(response: Response<Body>) -> Result<CannedResponse, InvalidResponse> {
-        let (parts, body) = response.into_parts();
-        if parts.status.is_informational() {
-            return Err(InvalidResponse::Informational(parts.status));
-        }
-        if body.is_stream() {
-            return Err(InvalidResponse::Streamed);
-        }
-        let mut headers = parts.headers;
-        // The server sends `Connection: close` itself.
-        headers.remove(CONNECTION);
-        Ok(CannedResponse {
-            status: parts.status,
-            headers,
-            body: body.into_bytes(),
-        })
-    }
-
-    /// A fresh copy of the response.
-    pub(crate) fn to_response(&self) -> Response<Body> {
-        let mut response = Response::new(Body::from(self.body.clone()));
-        *response.status_mut() = self.status;
-        *response.headers_mut() = self.headers.clone();
-        response
-    }
-}
-
-/// A termination response the server cannot send on its own.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum InvalidResponse {
-    /// A 1xx status: it would not be a final answer, and the client would
-    /// wait for another one.
-    #[error("a termination response must have a final status (200 to 599), not {0}")]
-    Informational(StatusCode),
-    /// A streamed body ([`Body::from_stream`]): a stream can be sent only
-    /// once, and the response is sent to every late request.
-    #[error("a termination response must have a full body, not a stream")]
-    Streamed,
-}
-
-/// The responses sent during termination.
-#[derive(Debug, Clone)]
-pub(crate) struct TerminationResponses {
-    /// To a request that arrives on a live connection during termination.
-    pub(crate) terminating: CannedResponse,
-    /// To a request whose handler missed the hard deadline.
-    pub(crate) deadline_exceeded: CannedResponse,
-}
-
-impl Default for TerminationResponses {
-    fn default() -> TerminationResponses {
-        TerminationResponses {
-            terminating: CannedResponse::unavailable(),
-            deadline_exceeded: CannedResponse::unavailable(),
-        }
-    }
-}
-
-impl ServerSettings {
-    /// The response to a request that arrives on a live connection while
-    /// the server terminates (Akka: "handles replying to new incoming
-    /// requests with (configurable) “terminating” HTTP responses"). Sent
-    /// with `Connection: close` (a `Connection` header of its own is
-    /// dropped), after which the connection closes; the handler is not
-    /// called. Default: `503 Service Unavailable` with an empty body.
-    ///
-    /// ```
-    /// use http::{Response, StatusCode};
-    /// use proscenium_http::{Body, ServerSettings};
-    ///
-    /// let mut goodbye = Response::new(Body::from("shutting down, retry elsewhere"));
-    /// *goodbye.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
-    /// goodbye.headers_mut().insert("retry-after", "5".parse()?);
-    /// let settings = ServerSettings::default().termination_response(goodbye)?;
-    /// # let _ = settings;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    ///
-    /// Fails for a 1xx status, which is not a final answer.
-    pub fn termination_response(
-        mut self,
-        response: Response<Body>,
-    ) -> Result<ServerSettings, InvalidResponse> {
-        self.termination.terminating = CannedResponse::from_response(response)?;
-        Ok(self)
-    }
-
-    /// The response sent instead of the handler's when the handler has not
-    /// answered by the termination's hard deadline (Akka's
-    /// `termination-deadline-exceeded-response`), with `Connection: close`
-    /// (a `Connection` header of its own is dropped). It is written only if
-    /// the socket takes it at once; the connection closes either way.
-    /// Default: `503 Service Unavailable` with an empty body.
-    ///
-    /// Fails for a 1xx status, which is not a final answer.
-    pub fn termination_deadline_exceeded_response(
-        mut self,
-        response: Response<Body>,
-    ) -> Result<ServerSettings, InvalidResponse> {
-        self.termination.deadline_exceeded = CannedResponse::from_response(response)?;
-        Ok(self)
-    }
-}
-
 /// The three tasks of [`ServerBinding::add_to_coordinated_shutdown`].
-pub(crate) fn add_to_coordinated_shutdown(
+fn add_tasks(
     binding: &ServerBinding,
     shutdown: &CoordinatedShutdown,
     hard_deadline: Duration,

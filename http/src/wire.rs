@@ -1,5 +1,7 @@
 //! The HTTP/1.1 wire format: parsing a request head (with `httparse`) and
-//! writing a response.
+//! writing a response. A helper at the bottom of the crate's layers (see
+//! `lib.rs`): HTTP/1.1 (`protocol/http1.rs`) is written on it, and its
+//! empty responses serve everyone.
 
 use crate::body::Body;
 use crate::date;

@@ -4,10 +4,11 @@
 //! come first), [`SchedulerExecutor`] spawns hyper's background futures
 //! (HTTP/2 streams) on the scheduler's workers, and [`SchedulerTimer`] is
 //! hyper's `Timer` on the scheduler's timers (`Handle::sleep`). No tokio
-//! runtime runs.
+//! runtime runs. HTTP/2's own (a part of `protocol/http2.rs`): it imports
+//! `connection.rs`'s `Transport` and `frames.rs`.
 
 use crate::connection::Transport;
-use crate::frames::Frames;
+use crate::protocol::http2::frames::Frames;
 use proscenium::Handle;
 use std::future::Future;
 use std::io;

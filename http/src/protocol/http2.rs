@@ -1,10 +1,16 @@
 //! A connection that opened with the HTTP/2 preface (h2c, prior
-//! knowledge), served by hyper's HTTP/2 server (feature `http2`), with the
-//! server's own rules in the service layer ([`answer`]): the head and body
-//! limits and timeouts, CONNECT, the request timeout, the termination
-//! responses and the counters. HTTP/1.1 stays on the hand-written layer
-//! (`connection.rs`), which hands a connection over here when its first
-//! bytes are the preface (decision 0029).
+//! knowledge) or chose `h2` by ALPN, served by hyper's HTTP/2 server
+//! (feature `http2`), with the server's own rules in the service layer
+//! ([`answer`]): the head and body limits and timeouts, CONNECT, the
+//! request timeout, the termination responses and the counters. HTTP/1.1
+//! stays on the hand-written layer (`http1.rs`), which hands a connection
+//! back to `dispatch.rs`, and so over here, when its first bytes are the
+//! preface (decision 0029).
+//!
+//! A protocol (see `lib.rs`): it imports the bottom layer and no other
+//! protocol; hyper's runtime on the scheduler (`http2/hyper_rt.rs`) and
+//! the frame boundaries it times the connection on (`http2/frames.rs`)
+//! are its own.
 //!
 //! Termination: the connection task watches the connection's signals
 //! (`Control`) and passes them to the streams in flight ([`Broadcast`]),
@@ -31,12 +37,18 @@
 //! (GOAWAY seen, or a protocol error) the lingering close also ends once
 //! the client is quiet ([`LINGER_QUIET`]).
 
-use crate::binding::{ConnectionGuard, Control, Handler, ServerSettings};
-use crate::body::{Body, RequestBodyError};
-use crate::connection::Deadline;
-use crate::connection::Transport;
-use crate::hyper_rt::{Io, Prefixed, SchedulerExecutor, SchedulerTimer};
+/// Where HTTP/2 frames begin and end in the bytes a connection reads and
+/// writes.
+mod frames;
+/// hyper's runtime traits on the engine's scheduler.
+mod hyper_rt;
+
+use crate::body::{Body, BoxError, RequestBodyError};
+use crate::connection::{ConnectionGuard, Control, Deadline, Transport};
+use crate::handler::{request_timeout_response, Handler};
 use crate::metrics::InFlight;
+use crate::protocol::http2::hyper_rt::{Io, Prefixed, SchedulerExecutor, SchedulerTimer};
+use crate::settings::ServerSettings;
 use crate::wire;
 use futures_core::Stream;
 use http::header::{CONNECTION, CONTENT_LENGTH};
@@ -603,12 +615,12 @@ impl Tracked {
 
 impl http_body::Body for Tracked {
     type Data = bytes::Bytes;
-    type Error = crate::BoxError;
+    type Error = BoxError;
 
     fn poll_frame(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<http_body::Frame<bytes::Bytes>, crate::BoxError>>> {
+    ) -> Poll<Option<Result<http_body::Frame<bytes::Bytes>, BoxError>>> {
         let body = &mut self.body;
         let polled = match catch_unwind(AssertUnwindSafe(|| Pin::new(body).poll_frame(cx))) {
             Ok(polled) => polled,
@@ -993,7 +1005,7 @@ async fn call(
         match polled {
             Ok(Poll::Ready(response)) => Poll::Ready(Some(response)),
             Ok(Poll::Pending) => match timeout.poll(&shared.handle, cx) {
-                Poll::Ready(()) => Poll::Ready(Some(crate::connection::request_timeout_response())),
+                Poll::Ready(()) => Poll::Ready(Some(request_timeout_response())),
                 Poll::Pending => Poll::Pending,
             },
             Err(_) => Poll::Ready(Some(internal_error())),

@@ -6,6 +6,7 @@
 //! (`hyper_rt.rs`) do, and the connection task (`http2.rs`) times the
 //! idle timeout and the header read timeout on what [`Frames`] finds in
 //! them. Only the headers are read: a payload is skipped by its length.
+//! HTTP/2's own (a part of `protocol/http2.rs`): it imports nothing.
 
 /// DATA (RFC 9113 §6.1): the octets of a message's content, the only
 /// frames flow control holds back.

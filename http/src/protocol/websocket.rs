@@ -9,10 +9,14 @@
 //! termination reaches it as it reaches any connection: a Close frame with
 //! 1001 (going away), the client's Close awaited until the hard deadline,
 //! then the socket cut.
+//!
+//! A protocol (see `lib.rs`): it imports the bottom layer and no other
+//! protocol. HTTP/1.1 (`http1.rs`) finds the upgrade in a handler's `101`
+//! ([`accept`]) and hands the connection back to `dispatch.rs`, which
+//! serves it here ([`serve`]).
 
-use crate::binding::{ConnectionGuard, Control};
 use crate::body::Body;
-use crate::connection::{Deadline, Transport};
+use crate::connection::{ConnectionGuard, Control, Deadline, Transport};
 use async_tungstenite::tungstenite::error::{CapacityError, ProtocolError};
 use async_tungstenite::tungstenite::handshake::derive_accept_key;
 use async_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
