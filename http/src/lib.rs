@@ -87,7 +87,7 @@
 //! A handler returns a `Response`, or a `Result` of one whose error is
 //! answered 500 and logged ([`HandlerOutput`]).
 //!
-//! **tower and axum** (feature `tower`): [`Http::bind_service`] serves a
+//! **tower and axum** (feature `tower`): [`Http::bind_service`](Http#method.bind_service) serves a
 //! tower `Service` whose response body is any `http_body::Body` of
 //! `Bytes`, as a handler is served (the same workers, protocols, limits,
 //! timeouts, counters and termination; a panic in it answered 500). An
