@@ -93,10 +93,11 @@ total_ir() {
 
 # The connection task's own instructions, inclusive (everything under
 # the polls of its future: parsing, the handler, writing, allocation), not
-# the worker's loop around it.
+# the worker's loop around it. (`connection::Connection<S>::run` before
+# the crate's layout of 2026-11-28; `protocol/http1.rs` since.)
 connection_ir() {
     callgrind_annotate --inclusive=yes "$OUT/callgrind.http_hello.$1.out" 2>/dev/null |
-        awk '!found && /connection.rs:proscenium_http::connection::Connection<S>::run::\{\{closure\}\} \[/ {
+        awk '!found && /http1.rs:proscenium_http::protocol::http1::Connection<S,U>::run::\{\{closure\}\} \[/ {
             gsub(",", "", $1); print $1; found = 1 }'
 }
 
