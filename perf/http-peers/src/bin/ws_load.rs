@@ -1,0 +1,95 @@
+//! A WebSocket echo load client (perf/axum-ws-bench.sh): CONNECTIONS
+//! connections (default 64), each sending a small text message and awaiting
+//! its echo, in a loop, one message in flight per connection; after WARMUP
+//! seconds (default 1, not counted) it counts for SECONDS seconds (default
+//! 10) and records each round trip in an HDR histogram (ns, 3 significant
+//! digits). Runs on a tokio runtime of THREADS threads (default 2).
+//! Prints one line: messages, messages/s, p50, p99, p99.9 and max in µs.
+//! Usage: ws_load URL [CONNECTIONS] [SECONDS] [THREADS] [BYTES] [WARMUP]
+use futures_util::{SinkExt, StreamExt};
+use hdrhistogram::Histogram;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::Barrier;
+use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
+
+fn arg<T: std::str::FromStr>(n: usize, default: T) -> T {
+    std::env::args().nth(n).and_then(|a| a.parse().ok()).unwrap_or(default)
+}
+
+fn main() {
+    let url: String = std::env::args().nth(1).expect("usage: ws_load URL [CONNECTIONS] [SECONDS] [THREADS] [BYTES] [WARMUP]");
+    let connections: usize = arg(2, 64);
+    let seconds: f64 = arg(3, 10.0);
+    let threads: usize = arg(4, 2);
+    let bytes: usize = arg(5, 32);
+    let warmup: f64 = arg(6, 1.0);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let payload = Utf8Bytes::from("x".repeat(bytes));
+    let (histogram, errors) = runtime.block_on(async move {
+        // Every connection is open before the clock starts.
+        let barrier = Arc::new(Barrier::new(connections + 1));
+        let mut tasks = Vec::new();
+        for _ in 0..connections {
+            let (ws, _) = tokio_tungstenite::connect_async_with_config(url.as_str(), None, true)
+                .await
+                .expect("connect");
+            let barrier = Arc::clone(&barrier);
+            let payload = payload.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut ws = ws;
+                let mut histogram = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).unwrap();
+                let mut errors = 0u64;
+                barrier.wait().await;
+                let start = Instant::now();
+                let from = start + Duration::from_secs_f64(warmup);
+                let until = from + Duration::from_secs_f64(seconds);
+                loop {
+                    let sent = Instant::now();
+                    if sent >= until {
+                        break;
+                    }
+                    if ws.send(Message::Text(payload.clone())).await.is_err() {
+                        errors += 1;
+                        break;
+                    }
+                    match ws.next().await {
+                        Some(Ok(Message::Text(echo))) if echo.len() == payload.len() => {}
+                        _ => {
+                            errors += 1;
+                            break;
+                        }
+                    }
+                    if sent >= from {
+                        histogram.saturating_record(sent.elapsed().as_nanos() as u64);
+                    }
+                }
+                let _ = ws.close(None).await;
+                (histogram, errors)
+            }));
+        }
+        barrier.wait().await;
+        let mut all = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).unwrap();
+        let mut errors = 0;
+        for task in tasks {
+            let (histogram, e) = task.await.expect("task");
+            all.add(histogram).unwrap();
+            errors += e;
+        }
+        (all, errors)
+    });
+    let us = |q: f64| histogram.value_at_quantile(q) as f64 / 1000.0;
+    println!(
+        "connections {connections} seconds {seconds} messages {} messages/s {:.0} p50_us {:.1} p99_us {:.1} p999_us {:.1} max_us {:.1} errors {errors}",
+        histogram.len(),
+        histogram.len() as f64 / seconds,
+        us(0.5),
+        us(0.99),
+        us(0.999),
+        histogram.max() as f64 / 1000.0,
+    );
+}
