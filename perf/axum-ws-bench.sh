@@ -12,7 +12,10 @@
 #    workers) against tokio-tungstenite on a 2-worker tokio runtime
 #    (`perf/http-peers/src/bin/tungstenite_echo.rs`), driven by the same
 #    client (`perf/http-peers/src/bin/ws_load.rs`: 64 connections, one
-#    32-byte text message in flight on each, 2 threads).
+#    32-byte text message in flight on each, 2 threads); and, to show what
+#    the buffers' sizes account for, tokio-tungstenite with proscenium-http's
+#    WebSocket settings (a 16 KiB read buffer instead of its default
+#    128 KiB, which tungstenite zeroes before each read; no write buffer).
 #
 # Each round runs every test on both servers, which go first in turn (odd
 # rounds proscenium-http first, even rounds the peer). The load generator
@@ -20,6 +23,11 @@
 #
 #   perf/axum-ws-bench.sh                      # 5 rounds of 10 s
 #   ROUNDS=3 DURATION=5 perf/axum-ws-bench.sh
+#
+# Beside the rates, the server's CPU time (user + system, from
+# /proc/PID/stat, from just before the load starts to just after it ends)
+# per request or message: the load and the server share the cores with
+# whatever else runs, so this is steadier than the rate.
 #
 # Raw output goes to perf/out/ (gitignored): axum-ws-bench.<round>.<test>.<server>.txt,
 # the figures in axum-ws-bench.results.tsv, the machine in
@@ -89,7 +97,13 @@ to_ms() {
 }
 
 RESULTS=$OUT/axum-ws-bench.results.tsv
-printf 'round\ttest\tserver\trate\tp50_ms\tp99_ms\tfailed\n' >"$RESULTS"
+printf 'round\ttest\tserver\trate\tp50_ms\tp99_ms\tfailed\tcpu_us\n' >"$RESULTS"
+TICK=$(getconf CLK_TCK)
+
+# The CPU time of process $1 (user + system), in clock ticks.
+ticks() {
+    awk '{print $14 + $15}' "/proc/$1/stat"
+}
 
 # run ROUND TEST SERVER PORT COMMAND...: starts the server, runs TEST's load
 # against it, stops it, appends a line to the results.
@@ -100,10 +114,13 @@ run() {
     "$@" >"$OUT/axum-ws-bench.$round.$test.$server.server.txt" 2>&1 &
     pid=$!
     wait_up "$port"
-    local rate p50 p99 failed
+    local rate p50 p99 failed count before after
+    before=$(ticks "$pid")
     case $test in
     http1)
         wrk -t2 -c"$CONNECTIONS" -d"${DURATION}s" --latency "http://127.0.0.1:$port/hello" >"$raw"
+        after=$(ticks "$pid")
+        count=$(awk '/ requests in / {print $1}' "$raw")
         rate=$(awk '/^Requests\/sec:/ {print $2}' "$raw")
         p50=$(to_ms "$(awk '$1 == "50%" {print $2}' "$raw")")
         p99=$(to_ms "$(awk '$1 == "99%" {print $2}' "$raw")")
@@ -114,6 +131,8 @@ run() {
         local log=$OUT/axum-ws-bench.h2load.log
         h2load -c "$CONNECTIONS" -m 10 -t 2 -D "$DURATION" --log-file="$log" \
             "http://127.0.0.1:$port/hello" >"$raw"
+        after=$(ticks "$pid")
+        count=$(awk '/^requests:/ {print $8}' "$raw")
         rate=$(awk '/^finished in/ {print $4}' "$raw")
         failed=$(awk '/^requests:/ {print $10 + $12 + $14}' "$raw")
         # The per-request log: start (µs since the epoch), status, µs to
@@ -130,6 +149,8 @@ PY
         ;;
     ws)
         "$PEERS/ws_load" "ws://127.0.0.1:$port/ws" "$CONNECTIONS" "$DURATION" 2 32 1 >"$raw"
+        after=$(ticks "$pid")
+        count=$(awk '{for (i = 1; i < NF; i++) if ($i == "total") print $(i + 1)}' "$raw")
         rate=$(awk '{for (i = 1; i < NF; i++) if ($i == "messages/s") print $(i + 1)}' "$raw")
         p50=$(awk '{for (i = 1; i < NF; i++) if ($i == "p50_us") printf "%.3f", $(i + 1) / 1000}' "$raw")
         p99=$(awk '{for (i = 1; i < NF; i++) if ($i == "p99_us") printf "%.3f", $(i + 1) / 1000}' "$raw")
@@ -137,9 +158,11 @@ PY
         ;;
     esac
     cleanup
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$test" "$server" "$rate" "$p50" "$p99" "$failed" >>"$RESULTS"
-    printf '  round %s %-5s %-16s %12s /s  p50 %8s ms  p99 %8s ms  failed %s  (load %s)\n' \
-        "$round" "$test" "$server" "$rate" "$p50" "$p99" "$failed" "$(cut -d' ' -f1 /proc/loadavg)"
+    local cpu
+    cpu=$(awk -v t=$((after - before)) -v hz="$TICK" -v n="$count" 'BEGIN {printf "%.2f", t / hz * 1e6 / n}')
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$test" "$server" "$rate" "$p50" "$p99" "$failed" "$cpu" >>"$RESULTS"
+    printf '  round %s %-5s %-10s %10.0f /s  p50 %7s ms  p99 %7s ms  failed %s  server CPU %6s µs each  (load %s)\n' \
+        "$round" "$test" "$server" "$rate" "$p50" "$p99" "$failed" "$cpu" "$(cut -d' ' -f1 /proc/loadavg)"
 }
 
 one() {
@@ -149,6 +172,7 @@ one() {
     http1/tokio | h2/tokio) run "$round" "$test" tokio 18181 "$PEERS/axum_hello" 18181 2 ;;
     ws/proscenium) run "$round" ws proscenium 18182 "$EX/ws_echo" --port 18182 --workers 2 ;;
     ws/tokio) run "$round" ws tokio 18183 "$PEERS/tungstenite_echo" 18183 2 ;;
+    ws/tokio16k) run "$round" ws tokio16k 18184 "$PEERS/tungstenite_echo" 18184 2 16384 ;;
     esac
 }
 
@@ -156,7 +180,11 @@ echo "== $ROUNDS rounds, ${DURATION} s a run, $CONNECTIONS connections"
 for round in $(seq "$ROUNDS"); do
     if [ $((round % 2)) -eq 1 ]; then order="proscenium tokio"; else order="tokio proscenium"; fi
     for test in http1 h2 ws; do
-        for server in $order; do
+        servers=$order
+        if [ "$test" = ws ]; then
+            if [ $((round % 2)) -eq 1 ]; then servers="$order tokio16k"; else servers="tokio16k $order"; fi
+        fi
+        for server in $servers; do
             one "$round" "$test" "$server"
         done
     done
@@ -169,10 +197,10 @@ rows = list(csv.DictReader(open(sys.argv[1]), delimiter='\t'))
 names = {'http1': 'HTTP/1.1 wrk (req/s)', 'h2': 'h2c h2load (req/s)', 'ws': 'WebSocket echo (msg/s)'}
 peer = {'http1': 'axum::serve', 'h2': 'axum::serve', 'ws': 'tokio-tungstenite'}
 print()
-print(f"{'test':<24} {'server':<18} {'per round':<44} {'median':>9} {'p50 ms':>8} {'p99 ms':>8} {'failed':>6}")
+print(f"{'test':<24} {'server':<21} {'per round':<44} {'median':>9} {'p50 ms':>8} {'p99 ms':>8} {'failed':>6} {'CPU µs':>7}")
 medians = {}
 for test in ('http1', 'h2', 'ws'):
-    for server in ('proscenium', 'tokio'):
+    for server in ('proscenium', 'tokio', 'tokio16k'):
         r = [x for x in rows if x['test'] == test and x['server'] == server]
         if not r:
             continue
@@ -181,13 +209,17 @@ for test in ('http1', 'h2', 'ws'):
         p50 = statistics.median(float(x['p50_ms']) for x in r)
         p99 = statistics.median(float(x['p99_ms']) for x in r)
         failed = sum(int(x['failed'] or 0) for x in r)
-        medians[test, server] = (m, p99)
-        label = 'proscenium-http' if server == 'proscenium' else peer[test]
+        cpu = statistics.median(float(x['cpu_us']) for x in r)
+        medians[test, server] = (m, p99, cpu)
+        label = {'proscenium': 'proscenium-http', 'tokio': peer[test], 'tokio16k': 'tokio-tungstenite 16K'}[server]
         per = ' '.join(f"{v:.0f}" for v in rates)
-        print(f"{names[test]:<24} {label:<18} {per:<44} {m:>9.0f} {p50:>8.3f} {p99:>8.3f} {failed:>6}")
+        print(f"{names[test]:<24} {label:<21} {per:<44} {m:>9.0f} {p50:>8.3f} {p99:>8.3f} {failed:>6} {cpu:>7.2f}")
 print()
 for test in ('http1', 'h2', 'ws'):
     if (test, 'proscenium') in medians and (test, 'tokio') in medians:
-        (a, ap), (b, bp) = medians[test, 'proscenium'], medians[test, 'tokio']
-        print(f"{names[test]:<24} proscenium-http / {peer[test]}: rate {a / b:.2f}, p99 {ap / bp:.2f}")
+        (a, ap, ac), (b, bp, bc) = medians[test, 'proscenium'], medians[test, 'tokio']
+        print(f"{names[test]:<24} proscenium-http / {peer[test]}: rate {a / b:.2f}, p99 {ap / bp:.2f}, server CPU each {ac / bc:.2f}")
+    if (test, 'proscenium') in medians and (test, 'tokio16k') in medians:
+        (a, ap, ac), (b, bp, bc) = medians[test, 'proscenium'], medians[test, 'tokio16k']
+        print(f"{names[test]:<24} proscenium-http / tokio-tungstenite 16K: rate {a / b:.2f}, p99 {ap / bp:.2f}, server CPU each {ac / bc:.2f}")
 PY
