@@ -7,7 +7,9 @@
 //! read buffer is 16 KiB (tungstenite's default, 128 KiB, is zeroed before
 //! each read: a cost on the client that shares the cores).
 //! Prints one line: messages (counted), messages/s, p50, p99, p99.9 and
-//! max in µs, errors, and all messages echoed (the warm-up's too).
+//! max in µs, errors, all messages echoed (the warm-up's too), and the
+//! fewest and most messages counted on one connection (how evenly the
+//! server served them).
 //! Usage: ws_load URL [CONNECTIONS] [SECONDS] [THREADS] [BYTES] [WARMUP]
 use futures_util::{SinkExt, StreamExt};
 use hdrhistogram::Histogram;
@@ -35,7 +37,7 @@ fn main() {
         .expect("runtime");
     let payload = Utf8Bytes::from("x".repeat(bytes));
     let config = WebSocketConfig::default().read_buffer_size(16 * 1024);
-    let (histogram, errors, total) = runtime.block_on(async move {
+    let (histogram, errors, total, fewest, most) = runtime.block_on(async move {
         // Every connection is open before the clock starts.
         let barrier = Arc::new(Barrier::new(connections + 1));
         let mut tasks = Vec::new();
@@ -82,17 +84,20 @@ fn main() {
         barrier.wait().await;
         let mut all = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).unwrap();
         let (mut errors, mut total) = (0, 0);
+        let (mut fewest, mut most) = (u64::MAX, 0);
         for task in tasks {
             let (histogram, e, t) = task.await.expect("task");
+            fewest = fewest.min(histogram.len());
+            most = most.max(histogram.len());
             all.add(histogram).unwrap();
             errors += e;
             total += t;
         }
-        (all, errors, total)
+        (all, errors, total, fewest, most)
     });
     let us = |q: f64| histogram.value_at_quantile(q) as f64 / 1000.0;
     println!(
-        "connections {connections} seconds {seconds} messages {} messages/s {:.0} p50_us {:.1} p99_us {:.1} p999_us {:.1} max_us {:.1} errors {errors} total {total}",
+        "connections {connections} seconds {seconds} messages {} messages/s {:.0} p50_us {:.1} p99_us {:.1} p999_us {:.1} max_us {:.1} errors {errors} total {total} connection_min {fewest} connection_max {most}",
         histogram.len(),
         histogram.len() as f64 / seconds,
         us(0.5),
