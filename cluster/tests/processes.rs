@@ -596,34 +596,10 @@ fn a_node_paused_past_its_lease_delivers_nothing_after_it_and_rejoins_anew() {
     c.signal(libc::SIGSTOP);
     let paused = Instant::now();
     // While c is paused: its entities are taken once its lease expires
-    // (a's and b's clocks), and a message to each entity lands on a or b.
-    a.run(&format!("touch {n} 1"), "touched");
-    // The entities that got number 1 on a or b (each once, though sent
-    // again).
-    let landed = |a: &mut Node, b: &mut Node| {
-        let mut ids = std::collections::HashSet::new();
-        for x in [a, b] {
-            for l in x.drain() {
-                let w: Vec<&str> = l.split_whitespace().collect();
-                if let ["got", id, "a", "1", _, _] = w.as_slice() {
-                    ids.insert((*id).to_owned());
-                }
-            }
-        }
-        ids.len()
-    };
-    let deadline = Instant::now() + GUARD;
-    let mut sent_again = Instant::now();
-    while landed(&mut a, &mut b) < n {
-        assert!(Instant::now() < deadline, "c's entities did not move");
-        // At most once: a message sent to c before its lease expired is
-        // lost; sent again every half lease.
-        if sent_again.elapsed() > Duration::from_millis(lease_ms / 2) {
-            a.run(&format!("touch {n} 1"), "touched");
-            sent_again = Instant::now();
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    // (a's and b's clocks), and a message to each entity lands on a or b
+    // (at most once: one sent to c before its lease expired is lost, and
+    // sent again).
+    touch_all(&mut [&mut a, &mut b], 0, n as u64, 1);
     let moved_after = paused.elapsed();
     // Paused for twice the lease timeout in all.
     let pause = Duration::from_millis(2 * lease_ms);
@@ -648,21 +624,7 @@ fn a_node_paused_past_its_lease_delivers_nothing_after_it_and_rejoins_anew() {
     // Everything from every node, then: c delivered nothing after it was
     // resumed under its old tokens, and the witness is clean.
     let cl = c.drain().to_vec();
-    let old_tokens: std::collections::HashSet<u64> = events(&cl)
-        .iter()
-        .filter_map(|e| match e {
-            Event::Start { token, ns, .. } if *ns < resumed_ns => Some(*token),
-            _ => None,
-        })
-        .collect();
-    for e in events(&cl) {
-        if let Event::Got { id, token, ns, .. } = e {
-            assert!(
-                !(ns > resumed_ns && old_tokens.contains(&token)),
-                "c delivered to {id} under its old token {token} after it resumed"
-            );
-        }
-    }
+    nothing_under_old_tokens_after(&cl, resumed_ns, "it resumed");
     let (al, bl) = (a.drain().to_vec(), b.drain().to_vec());
     witness(&[("a", &al[..]), ("b", &bl[..]), ("c", &cl[..])]);
     for x in [&mut a, &mut b, &mut c] {
@@ -685,29 +647,11 @@ fn a_rolling_restart_moves_each_shard_at_most_twice() {
     let n: u64 = 1000;
     // The output of every process, under a label of its own.
     let mut finished: Vec<(String, Vec<String>)> = Vec::new();
-    // Every entity got number `k` (on whichever node runs it).
-    let all_got = |nodes: &mut [(&str, Node)], k: u64| {
-        let deadline = Instant::now() + GUARD;
-        loop {
-            let mut ids = std::collections::HashSet::new();
-            for (_, x) in nodes.iter_mut() {
-                for e in events(x.drain()) {
-                    if let Event::Got { id, n, .. } = e {
-                        if n == k {
-                            ids.insert(id);
-                        }
-                    }
-                }
-            }
-            if ids.len() as u64 >= n {
-                return;
-            }
-            assert!(Instant::now() < deadline, "{} of {n} got {k}", ids.len());
-            std::thread::sleep(Duration::from_millis(20));
-        }
+    let everyone = |nodes: &mut [(&str, Node)], from: usize, k: u64| {
+        let mut refs: Vec<&mut Node> = nodes.iter_mut().map(|(_, x)| x).collect();
+        touch_all(&mut refs, from, n, k);
     };
-    nodes[0].1.run(&format!("touch {n} 0"), "touched");
-    all_got(&mut nodes, 0);
+    everyone(&mut nodes, 0, 0);
     let restarted = Instant::now();
     for (round, i) in (0..nodes.len()).enumerate() {
         let name = nodes[i].0;
@@ -716,32 +660,9 @@ fn a_rolling_restart_moves_each_shard_at_most_twice() {
         let lines = nodes[i].1.drain_to_end().to_vec();
         finished.push((format!("{name}#{round}"), lines));
         nodes[i].1 = start(name);
-        let k = round as u64 + 1;
         // At most once: a message in flight to a node as it leaves is
         // lost; sent again until every entity has it.
-        let mut sent = Instant::now() - Duration::from_secs(10);
-        let deadline = Instant::now() + GUARD;
-        loop {
-            if sent.elapsed() > Duration::from_secs(2) {
-                nodes[i].1.run(&format!("touch {n} {k}"), "touched");
-                sent = Instant::now();
-            }
-            let mut ids = std::collections::HashSet::new();
-            for (_, x) in &mut nodes {
-                for e in events(x.drain()) {
-                    if let Event::Got { id, n: m, .. } = e {
-                        if m == k {
-                            ids.insert(id);
-                        }
-                    }
-                }
-            }
-            if ids.len() as u64 >= n {
-                break;
-            }
-            assert!(Instant::now() < deadline, "round {k}: {} of {n}", ids.len());
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        everyone(&mut nodes, i, round as u64 + 1);
     }
     let took = restarted.elapsed();
     for (name, x) in &mut nodes {
@@ -929,6 +850,27 @@ fn touch_all(nodes: &mut [&mut Node], from: usize, n: u64, k: u64) {
         }
         assert!(Instant::now() < deadline, "{have} of {n} got {k}");
         std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A node back after a pause or a partition acted under none of the
+/// tokens it held before `since_ns` (its old activations fenced, not
+/// resumed): no delivery or tick of one of them after that moment.
+fn nothing_under_old_tokens_after(lines: &[String], since_ns: u128, what: &str) {
+    let old: std::collections::HashSet<u64> = events(lines)
+        .iter()
+        .filter_map(|e| match e {
+            Event::Start { token, ns, .. } if *ns < since_ns => Some(*token),
+            _ => None,
+        })
+        .collect();
+    for e in events(lines) {
+        if let Event::Got { id, token, ns, .. } | Event::Tick { id, token, ns } = e {
+            assert!(
+                !(ns > since_ns && old.contains(&token)),
+                "{id} acted under the old token {token} after {what}"
+            );
+        }
     }
 }
 
@@ -1248,23 +1190,7 @@ fn a_process_cut_from_nats_stops_its_ticking_entities_before_they_move() {
         inc != before && !fenced
     });
     touch_all(&mut [&mut a, &mut b, &mut c], 2, n, 2);
-    let cl = c.drain().to_vec();
-    let old_tokens: std::collections::HashSet<u64> = events(&cl)
-        .iter()
-        .filter_map(|e| match e {
-            Event::Start { token, ns, .. } if *ns < restored_ns => Some(*token),
-            _ => None,
-        })
-        .collect();
-    for e in events(&cl) {
-        match e {
-            Event::Got { id, token, ns, .. } | Event::Tick { id, token, ns } => assert!(
-                !(ns > restored_ns && old_tokens.contains(&token)),
-                "c acted for {id} under its old token {token} after it was restored"
-            ),
-            _ => {}
-        }
-    }
+    nothing_under_old_tokens_after(c.drain(), restored_ns, "it was restored");
     let out = finish(vec![("a", a), ("b", b), ("c", c)]);
     witness(&labelled(&out));
 }

@@ -21,7 +21,7 @@ use proscenium_cluster::{
 };
 use proscenium_remote::{Remote, RemoteReply, RemoteSettings};
 use serde::{Deserialize, Serialize};
-use support::{eventually, require_jetstream, system, NatsServer, Proxy, GUARD};
+use support::{eventually, require_jetstream, system, BucketWatch, NatsServer, Proxy, GUARD};
 
 const KEY: &str = "the test cluster's key: 32 bytes or more";
 
@@ -607,16 +607,6 @@ fn remembered_entities_start_again_on_the_new_owner_without_a_message() {
     a.finish();
 }
 
-/// A shard record as the bucket holds it (postcard), for the test's own
-/// reading of the bucket's history.
-#[derive(Deserialize)]
-#[allow(dead_code)]
-struct Record {
-    node: String,
-    inc: u128,
-    handoff: bool,
-}
-
 /// A node joins a cluster that sends no messages: the rebalance gives it
 /// its share all the same. Each shard handed off is allocated at once to
 /// the least-loaded other node, not left free for its next message (the
@@ -647,42 +637,8 @@ fn a_rebalance_without_traffic_moves_the_shards_to_the_new_node() {
     }
     assert_eq!(covered.len(), 40);
     // The bucket's records, read from outside.
-    let rt = tokio::runtime::Runtime::new().expect("rt");
-    let owners: Arc<Mutex<HashMap<String, String>>> = Arc::default();
-    {
-        let (url, owners) = (server.url(), Arc::clone(&owners));
-        rt.spawn(async move {
-            use futures_util::StreamExt;
-            let client = async_nats::connect(url).await.expect("watcher");
-            let kv = async_nats::jetstream::new(client)
-                .get_key_value("shop-shards")
-                .await
-                .expect("bucket");
-            let mut watch = kv.watch_with_history("s.counter.>").await.expect("watch");
-            while let Some(Ok(e)) = watch.next().await {
-                let record = (e.operation == async_nats::jetstream::kv::Operation::Put)
-                    .then(|| postcard::from_bytes::<Record>(&e.value).ok())
-                    .flatten();
-                let mut o = owners.lock().expect("owners");
-                match record {
-                    Some(r) if !r.handoff => {
-                        o.insert(e.key.clone(), r.node);
-                    }
-                    _ => {
-                        o.remove(&e.key);
-                    }
-                }
-            }
-        });
-    }
-    let count = |node: &str| {
-        owners
-            .lock()
-            .expect("owners")
-            .values()
-            .filter(|n| *n == node)
-            .count()
-    };
+    let watch = BucketWatch::start(&server.url(), "shop", "counter");
+    let count = |node: &str| watch.with(|s| s.of(node));
     eventually("a holds the 40 shards", || count("a") == 40);
     let b = Node::start_with(&server.url(), "b", &witness, fast(), strategy());
     let joined = Instant::now();
@@ -697,7 +653,7 @@ fn a_rebalance_without_traffic_moves_the_shards_to_the_new_node() {
         joined.elapsed()
     );
     witness.clean();
-    drop(rt);
+    drop(watch);
     a.finish();
     b.finish();
 }
@@ -728,32 +684,7 @@ fn a_joining_node_gets_its_share_within_the_hand_off_limit() {
         .collect();
     // The bucket's history, watched from outside: the most records in
     // hand-off at once.
-    let rt = tokio::runtime::Runtime::new().expect("rt");
-    let most = Arc::new(Mutex::new(0usize));
-    {
-        let (url, most) = (server.url(), Arc::clone(&most));
-        rt.spawn(async move {
-            use futures_util::StreamExt;
-            let client = async_nats::connect(url).await.expect("watcher");
-            let kv = async_nats::jetstream::new(client)
-                .get_key_value("shop-shards")
-                .await
-                .expect("bucket");
-            let mut watch = kv.watch_with_history("s.counter.>").await.expect("watch");
-            let mut handing = std::collections::HashSet::new();
-            while let Some(Ok(e)) = watch.next().await {
-                let off = e.operation == async_nats::jetstream::kv::Operation::Put
-                    && postcard::from_bytes::<Record>(&e.value).is_ok_and(|r| r.handoff);
-                if off {
-                    handing.insert(e.key.clone());
-                } else {
-                    handing.remove(&e.key);
-                }
-                let mut m = most.lock().expect("most");
-                *m = (*m).max(handing.len());
-            }
-        });
-    }
+    let watch = BucketWatch::start(&server.url(), "shop", "counter");
     let ids = ids(240);
     let shards_per_node = |nodes: &[Node]| {
         let mut per: HashMap<String, std::collections::HashSet<u32>> = HashMap::new();
@@ -790,14 +721,14 @@ fn a_joining_node_gets_its_share_within_the_hand_off_limit() {
         "shards per node after the join: {last:?}, balanced {:?} after it; at most {} in hand-off \
          at once (limit {limit})",
         joined.elapsed(),
-        *most.lock().expect("most")
+        watch.with(|s| s.most_in_hand_off)
     );
-    assert!(*most.lock().expect("most") <= limit);
+    assert!(watch.with(|s| s.most_in_hand_off) <= limit);
     for id in &ids {
         assert!(nodes[3].ask_where(id, GUARD).is_some(), "{id} from d");
     }
     witness.clean();
-    drop(rt);
+    drop(watch);
     for n in nodes {
         n.finish();
     }

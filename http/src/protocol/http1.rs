@@ -1010,23 +1010,27 @@ impl<S: Transport, U: Upgrade> Connection<S, U> {
             .await
     }
 
-    /// Writes `response` (counted) with `Connection: close`, then closes.
-    async fn answer_and_close(
-        &mut self,
-        response: Response<Body>,
-        head_request: bool,
-    ) -> io::Result<()> {
+    /// `response` counted and encoded with `Connection: close`. Encoded
+    /// and dropped before the caller's first await: a `Body` may hold a
+    /// stream that is Send but not Sync, and the connection's future must
+    /// stay Send.
+    fn closing(&self, response: Response<Body>, head_request: bool) -> Vec<u8> {
         self.control.metrics().response(response.status());
         let framed = Framed {
             close: true,
             keep_alive_10: false,
             head_request,
         };
-        // Encoded and dropped before the first await: a `Body` may hold a
-        // stream that is Send but not Sync, and the connection's future
-        // must stay Send.
-        let bytes = wire::encode(&response, framed);
-        drop(response);
+        wire::encode(&response, framed)
+    }
+
+    /// Writes `response` (counted) with `Connection: close`, then closes.
+    async fn answer_and_close(
+        &mut self,
+        response: Response<Body>,
+        head_request: bool,
+    ) -> io::Result<()> {
+        let bytes = self.closing(response, head_request);
         match self.write(&bytes).await? {
             Wrote::All => {
                 self.linger().await;
@@ -1040,14 +1044,7 @@ impl<S: Transport, U: Upgrade> Connection<S, U> {
     /// waiting, with `Connection: close`, then closes: past the hard
     /// deadline nothing may wait on the client.
     async fn answer_now_and_close(&mut self, response: Response<Body>, head_request: bool) {
-        self.control.metrics().response(response.status());
-        let framed = Framed {
-            close: true,
-            keep_alive_10: false,
-            head_request,
-        };
-        let bytes = wire::encode(&response, framed);
-        drop(response);
+        let bytes = self.closing(response, head_request);
         let mut rest = &bytes[..];
         let stream = &mut self.stream;
         poll_fn(|cx| {
