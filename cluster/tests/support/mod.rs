@@ -392,3 +392,32 @@ impl BucketWatch {
         f(&self.shards.lock().expect("shards"))
     }
 }
+
+/// Waits until the bucket `<cluster>-shards` remembers every one of `ids`
+/// (remember-entities: keys `e.<type>.<shard>.<hex id>`, written by the
+/// node that starts an entity, after it started it).
+pub fn await_remembered(url: &str, cluster: &str, entity_type: &str, shards: u32, ids: &[String]) {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(async {
+        let client = async_nats::connect(url).await.expect("connect");
+        let kv = async_nats::jetstream::new(client)
+            .get_key_value(format!("{cluster}-shards"))
+            .await
+            .expect("bucket");
+        let deadline = Instant::now() + GUARD;
+        for id in ids {
+            let hex: String = id.bytes().map(|b| format!("{b:02x}")).collect();
+            let shard = proscenium_cluster::shard_of(id, shards);
+            let key = format!("e.{entity_type}.{shard}.{hex}");
+            while kv
+                .get(&key)
+                .await
+                .expect("get")
+                .is_none_or(|v| v.is_empty())
+            {
+                assert!(Instant::now() < deadline, "{id} is not remembered");
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        }
+    });
+}
