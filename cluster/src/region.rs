@@ -45,6 +45,7 @@ use crate::reliable::{Dedup, Producer, ReliableEntityRef, Seq, Verdict};
 use crate::shard::shard_of;
 use crate::view::Owner;
 use crate::Core;
+use passivation::Starting;
 
 mod allocation;
 mod handoff;
@@ -140,6 +141,14 @@ pub(crate) enum RegionCmd<M> {
     /// A hand-off of the shard has run for `handoff-timeout`: what of its
     /// entities still runs is stopped at once.
     HandOffTimeout(u32),
+    /// Remember-entities: the key of entity `id` of `shard` (hosted at
+    /// `token`) written (`ok`) or not; it starts once it is.
+    Remembered {
+        shard: u32,
+        id: String,
+        token: u64,
+        ok: bool,
+    },
 }
 
 impl<M> From<Wire<M>> for RegionCmd<M> {
@@ -312,6 +321,11 @@ struct Hosted<M: Send + 'static> {
     inc: u128,
     token: u64,
     entities: HashMap<String, Entity<M>>,
+    /// Remember-entities: entities waiting for their key to be written
+    /// before they start, and the ids whose key this node deleted (the
+    /// view may show it a while longer).
+    starting: HashMap<String, Starting<M>>,
+    forgotten: HashSet<String>,
     /// Reliable delivery: what each entity of the shard was handed.
     dedup: Dedup,
 }
@@ -379,6 +393,9 @@ pub(crate) struct RegionActor<A: Actor> {
     /// When the hosted shards' dedup state was last pruned (once a
     /// minute at most: it walks every entry).
     pruned_at: Instant,
+    /// Remember-entities: the writer of entities' keys (started on first
+    /// use).
+    rememberer: Option<tokio::sync::mpsc::UnboundedSender<passivation::Write>>,
 }
 
 impl<A> RegionActor<A>
@@ -419,6 +436,7 @@ where
             freeing_dedup: HashMap::new(),
             recheck_asked: Arc::default(),
             pruned_at: Instant::now(),
+            rememberer: None,
         }
     }
 
@@ -552,6 +570,8 @@ where
                 inc,
                 token,
                 entities: HashMap::new(),
+                starting: HashMap::new(),
+                forgotten: HashSet::new(),
                 dedup,
             }
         })
@@ -575,6 +595,12 @@ where
         }
         let Pending { id, msg, seq, .. } = p;
         let hosted = self.host(shard, inc, token);
+        if let Some(starting) = hosted.starting.get_mut(&id) {
+            // Waits (unchecked, as for a passivating entity) until its key
+            // is written and it starts.
+            starting.waiting.push_back((msg, seq));
+            return;
+        }
         if let Some(seq) = &seq {
             // A reliable message for a passivating entity waits unchecked
             // (and unconfirmed) for its next incarnation.
@@ -611,6 +637,15 @@ where
             }
             return;
         }
+        if self.remembering() && !self.is_remembered(shard, &id) {
+            // Started once its key is written; a reliable message is checked
+            // again then (not accepted now).
+            if let Some(seq) = &seq {
+                self.unaccept(shard, &id, seq);
+            }
+            self.start_remembering(ctx, shard, id, (msg, seq));
+            return;
+        }
         if let Some(max) = self.core.settings.max_active_entities {
             if self.active() >= max {
                 self.passivate_least_recent();
@@ -623,15 +658,21 @@ where
             }
         } else if let Some(seq) = &seq {
             // Not handed over: the producer sends it again.
-            if let Some(h) = self.hosted.get_mut(&shard) {
-                h.dedup.accept(
-                    &id,
-                    &Seq {
-                        seq: seq.seq - 1,
-                        ..seq.clone()
-                    },
-                );
-            }
+            self.unaccept(shard, &id, seq);
+        }
+    }
+
+    /// Reliable delivery: `seq`, accepted for `id`, was not handed over
+    /// after all: the dedup state goes back to the one before it.
+    fn unaccept(&mut self, shard: u32, id: &str, seq: &Seq) {
+        if let Some(h) = self.hosted.get_mut(&shard) {
+            h.dedup.accept(
+                id,
+                &Seq {
+                    seq: seq.seq - 1,
+                    ..seq.clone()
+                },
+            );
         }
     }
 
@@ -692,16 +733,6 @@ where
         id: &str,
     ) -> Option<ActorRef<A::Msg>> {
         let id = id.to_owned();
-        let remembered = !self.remembering() || {
-            let st = self.core.view.lock();
-            st.remembered
-                .get(&*self.entity_type)
-                .and_then(|s| s.get(&shard))
-                .is_some_and(|ids| ids.contains(&id))
-        };
-        if !remembered {
-            self.remember(shard, &id, true);
-        }
         let info = EntityInfo {
             entity_type: self.entity_type.to_string(),
             id: id.clone(),
@@ -775,6 +806,7 @@ where
         }
         self.keep_singleton(ctx);
         self.restart_remembered(ctx);
+        self.retry_remembering(ctx);
         // Reliable delivery: what is unconfirmed for too long goes again,
         // to wherever its shard is now.
         let (held, shards) = (&self.held, self.shards);
@@ -839,6 +871,12 @@ where
                 self.allocating.remove(&shard);
             }
             RegionCmd::HandOffAll(done) => self.hand_off_all(ctx, done),
+            RegionCmd::Remembered {
+                shard,
+                id,
+                token,
+                ok,
+            } => self.remembered(ctx, shard, id, token, ok),
         }
         Ok(())
     }
@@ -871,7 +909,7 @@ where
                     }
                 }
                 // It stopped itself: not to be started again.
-                Some(None) => self.remember(shard, &id, false),
+                Some(None) => self.forget(shard, &id),
                 None => {}
             }
         }

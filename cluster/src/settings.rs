@@ -42,7 +42,8 @@ pub struct ClusterSettings {
     /// passivates the least recently used. Default: no limit.
     pub max_active_entities: Option<usize>,
     /// Remember-entities: each entity's id is kept in the bucket while it
-    /// runs, and when its shard moves (a node's crash or leave), its new
+    /// runs (written before it starts: its first messages wait for the
+    /// write), and when its shard moves (a node's crash or leave), its new
     /// owner starts it again without waiting for a message. Automatic
     /// passivation is then off (as Akka's); an entity that stops itself is
     /// forgotten. Default: off.

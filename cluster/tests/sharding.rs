@@ -607,6 +607,59 @@ fn remembered_entities_start_again_on_the_new_owner_without_a_message() {
     a.finish();
 }
 
+/// Remember-entities: an entity starts only once its key is in the bucket,
+/// and what is sent to it meanwhile waits for it (Akka's order: "the
+/// messages are buffered until the entity is remembered"). Before this, the
+/// key was written after the entity started, and a node killed within that
+/// window left it unremembered (found by the process test of check 10).
+/// Here the node's connection to NATS is cut (shorter than its lease) after
+/// one entity of a shard runs: a new entity of the same shard (allocated
+/// here, so nothing else needs the bucket) must not start until the cut
+/// ends and its key is written.
+#[test]
+fn a_remembered_entity_starts_only_once_its_key_is_written() {
+    require_jetstream!();
+    let server = NatsServer::start();
+    let proxy = Proxy::start(server.port);
+    let witness = Arc::new(Witness::default());
+    let a = Node::start(
+        &proxy.url(),
+        "a",
+        &witness,
+        settings().remember_entities(true),
+    );
+    let first = "cart-0".to_owned();
+    let shard = proscenium_cluster::shard_of(&first, 1000);
+    let second = (1..)
+        .map(|i| format!("cart-{i}"))
+        .find(|id| proscenium_cluster::shard_of(id, 1000) == shard)
+        .expect("another id of the shard");
+    assert!(a.ask_where(&first, GUARD).is_some());
+    support::await_remembered(&server.url(), "shop", "counter", 1000, &[first.clone()]);
+    proxy.cut();
+    let e = a.region.entity_ref(second.as_str());
+    e.tell(Cmd::Add(5));
+    // The region has handled the tell above once it answers this ask for
+    // the first entity (a local ask of a local entity: no NATS).
+    let r = a
+        .region
+        .entity_ref(first.as_str())
+        .ask(Cmd::Get, GUARD)
+        .wait();
+    let started_during_cut = witness.live.lock().expect("witness").contains_key(&second);
+    proxy.restore();
+    assert_eq!(r, Ok(0));
+    assert!(
+        !started_during_cut,
+        "{second} started while its key could not be written"
+    );
+    // Once the key is written: started, and the message that waited reaches it.
+    assert_eq!(e.ask(Cmd::Get, GUARD).wait(), Ok(5));
+    support::await_remembered(&server.url(), "shop", "counter", 1000, &[second.clone()]);
+    witness.clean();
+    a.finish();
+}
+
 /// A node joins a cluster that sends no messages: the rebalance gives it
 /// its share all the same. Each shard handed off is allocated at once to
 /// the least-loaded other node, not left free for its next message (the

@@ -55,6 +55,11 @@ where
                 waiting.extend(w.into_iter().map(|(m, seq)| (id.clone(), m, seq)));
             }
         }
+        // Not started (its key was being written): what waited for it goes
+        // on with the shard.
+        for (id, s) in h.starting {
+            waiting.extend(s.waiting.into_iter().map(|(m, seq)| (id.clone(), m, seq)));
+        }
         if drain {
             self.freeing_dedup.insert(shard, h.dedup);
             if self.stopping_in.contains_key(&shard) {

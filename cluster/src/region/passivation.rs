@@ -3,16 +3,18 @@
 //! another would pass `max-active-entities`, is sent a PoisonPill (after
 //! what it was sent before, which it handles); what comes for it meanwhile
 //! waits, and starts its next incarnation once it has stopped. With
-//! remember-entities, an entity's id is kept in the bucket while it runs,
-//! and the shard's next owner starts it without waiting for a message.
+//! remember-entities, an entity's id is kept in the bucket while it runs
+//! (written before it starts: its first messages wait for the write), and
+//! the shard's next owner starts it without waiting for a message.
 
 use std::collections::VecDeque;
 
-use proscenium::{Actor, Context};
+use proscenium::{Actor, ActorRef, Context};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::{Entity, RegionActor};
+use super::{Entity, Pending, RegionActor, RegionCmd};
+use crate::reliable::Seq;
 use crate::view::Owner;
 
 impl<A> RegionActor<A>
@@ -96,7 +98,9 @@ where
                     if node == self.core.node && inc == my_inc {
                         for id in ids {
                             let running = self.hosted.get(shard).is_some_and(|h| {
-                                h.inc == inc && h.token == token && h.entities.contains_key(id)
+                                h.inc == inc
+                                    && h.token == token
+                                    && (h.entities.contains_key(id) || h.starting.contains_key(id))
                             });
                             if !running {
                                 due.push((*shard, token, id.clone()));
@@ -122,20 +126,235 @@ where
         }
     }
 
-    /// Remember-entities: `id` written to the bucket (or removed).
-    pub(super) fn remember(&self, shard: u32, id: &str, on: bool) {
+    /// Remember-entities: `id` removed from the bucket (it stopped
+    /// itself). A start of it after this writes its key again (the view
+    /// may still show the key until the delete lands).
+    pub(super) fn forget(&mut self, shard: u32, id: &str) {
         if !self.remembering() {
             return;
         }
-        let key = crate::store::remembered_key(&self.entity_type, shard, id);
-        let store = self.core.store.clone();
-        let value = bytes::Bytes::copy_from_slice(id.as_bytes());
-        self.core.remote.runtime().spawn(async move {
-            if on {
-                let _ = store.create(&key, value).await;
-            } else {
-                let _ = store.delete(&key).await;
-            }
+        if let Some(h) = self.hosted.get_mut(&shard) {
+            h.forgotten.insert(id.to_owned());
+        }
+        self.write_remembered(shard, id, None);
+    }
+
+    /// Remember-entities: whether `id`'s key is in the bucket, as far as
+    /// this region knows (its view, less what it deleted since).
+    pub(super) fn is_remembered(&self, shard: u32, id: &str) -> bool {
+        if self
+            .hosted
+            .get(&shard)
+            .is_some_and(|h| h.forgotten.contains(id))
+        {
+            return false;
+        }
+        let st = self.core.view.lock();
+        st.remembered
+            .get(&*self.entity_type)
+            .and_then(|s| s.get(&shard))
+            .is_some_and(|ids| ids.contains(id))
+    }
+
+    /// Remember-entities: entity `id` of `shard` (hosted at `token`) is
+    /// started only once its key is in the bucket (Akka's order): `msg`
+    /// waits with what else comes for it until the write is acknowledged
+    /// (`RegionCmd::Remembered`). A node killed at any point then leaves
+    /// every entity that ever ran remembered.
+    pub(super) fn start_remembering(
+        &mut self,
+        ctx: &mut Context<Self>,
+        shard: u32,
+        id: String,
+        first: (A::Msg, Option<Seq>),
+    ) {
+        let Some(h) = self.hosted.get_mut(&shard) else {
+            return;
+        };
+        h.forgotten.remove(&id);
+        let token = h.token;
+        h.starting.insert(
+            id.clone(),
+            Starting {
+                waiting: VecDeque::from([first]),
+                writing: true,
+            },
+        );
+        let reply = Some(Ack {
+            to: ctx.self_ref(),
+            token,
         });
+        self.write_remembered(shard, &id, reply);
+    }
+
+    /// Remember-entities: the key of an entity waiting to start written
+    /// (`ok`) or not. Written: the entity starts (if its shard is still
+    /// hosted here at `token`) and what waited for it is routed, in order.
+    /// Not written: written again at the next look.
+    pub(super) fn remembered(
+        &mut self,
+        ctx: &mut Context<Self>,
+        shard: u32,
+        id: String,
+        token: u64,
+        ok: bool,
+    ) {
+        let Some(h) = self.hosted.get_mut(&shard).filter(|h| h.token == token) else {
+            // Unhosted meanwhile: what waited was routed again then.
+            return;
+        };
+        if !ok {
+            if let Some(s) = h.starting.get_mut(&id) {
+                s.writing = false;
+            }
+            return;
+        }
+        let Some(starting) = h.starting.remove(&id) else {
+            return;
+        };
+        let inc = h.inc;
+        let running = h.entities.contains_key(&id);
+        if !running
+            && self.core.lease.holds()
+            && !self.leaving
+            && inc == self.core.lease.incarnation()
+        {
+            if let Some(max) = self.core.settings.max_active_entities {
+                if self.active() >= max {
+                    self.passivate_least_recent();
+                }
+            }
+            self.spawn_entity(ctx, shard, inc, token, &id);
+        }
+        // To the entity now running (or, if it could not start, held and
+        // its start tried again).
+        for (msg, seq) in starting.waiting {
+            self.route(ctx, Pending::fresh(id.clone(), msg, seq));
+        }
+    }
+
+    /// Remember-entities: the writes of entities' keys that failed, tried
+    /// again (the periodic look).
+    pub(super) fn retry_remembering(&mut self, ctx: &mut Context<Self>) {
+        let mut due = Vec::new();
+        for (shard, h) in &mut self.hosted {
+            for (id, s) in &mut h.starting {
+                if !s.writing {
+                    s.writing = true;
+                    due.push((*shard, id.clone(), h.token));
+                }
+            }
+        }
+        for (shard, id, token) in due {
+            let to = ctx.self_ref();
+            self.write_remembered(shard, &id, Some(Ack { to, token }));
+        }
+    }
+
+    /// Remember-entities: `id`'s key written (`reply`: who waits for the
+    /// acknowledgement) or, without `reply`, deleted. The writes of a
+    /// region go through one task, in order per key: a delete and the put
+    /// of a next incarnation never land the wrong way round.
+    fn write_remembered(&mut self, shard: u32, id: &str, reply: Option<Ack<A::Msg>>) {
+        let key = crate::store::remembered_key(&self.entity_type, shard, id);
+        let write = match reply {
+            Some(Ack { to, token }) => {
+                let id = id.to_owned();
+                let value = bytes::Bytes::copy_from_slice(id.as_bytes());
+                let done: Box<dyn FnOnce(bool) + Send> = Box::new(move |ok| {
+                    to.tell(RegionCmd::Remembered {
+                        shard,
+                        id,
+                        token,
+                        ok,
+                    });
+                });
+                Write {
+                    key,
+                    value: Some(value),
+                    done: Some(done),
+                }
+            }
+            None => Write {
+                key,
+                value: None,
+                done: None,
+            },
+        };
+        let writer = self.rememberer.get_or_insert_with(|| {
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+            self.core
+                .remote
+                .runtime()
+                .spawn(write_in_order(self.core.store.clone(), rx));
+            tx
+        });
+        // Fails only once the task has ended (the runtime shutting down):
+        // the entity then never starts, as nothing does.
+        let _ = writer.send(write);
+    }
+}
+
+/// Who is told that a remembered entity's key was written: the region,
+/// about the shard hosted at `token`.
+pub(super) struct Ack<M: Send + 'static> {
+    to: ActorRef<RegionCmd<M>>,
+    token: u64,
+}
+
+/// An entity waiting for its key to be written before it starts
+/// (remember-entities), and what came for it meanwhile.
+pub(super) struct Starting<M> {
+    pub(super) waiting: VecDeque<(M, Option<Seq>)>,
+    /// The write is under way (else it failed: tried again at the next
+    /// look).
+    pub(super) writing: bool,
+}
+
+/// A write of a remembered entity's key: put (`value`) or delete, and who
+/// is told it is done.
+pub(super) struct Write {
+    key: String,
+    value: Option<bytes::Bytes>,
+    done: Option<Box<dyn FnOnce(bool) + Send>>,
+}
+
+/// The region's writer of remembered keys: what has queued up is written
+/// at once, each key's writes in order, the keys concurrently (a burst of
+/// new entities is one round trip, not one each).
+async fn write_in_order(
+    store: async_nats::jetstream::kv::Store,
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<Write>,
+) {
+    while let Some(first) = rx.recv().await {
+        let mut keys: Vec<(String, Vec<Write>)> = Vec::new();
+        let mut index: std::collections::HashMap<String, usize> = Default::default();
+        let mut add = |w: Write| match index.get(&w.key) {
+            Some(&i) => keys[i].1.push(w),
+            None => {
+                index.insert(w.key.clone(), keys.len());
+                keys.push((w.key.clone(), vec![w]));
+            }
+        };
+        add(first);
+        while let Ok(w) = rx.try_recv() {
+            add(w);
+        }
+        let store = &store;
+        futures_util::future::join_all(keys.into_iter().map(|(key, writes)| async move {
+            for w in writes {
+                let ok = match w.value {
+                    Some(value) => store.put(&key, value).await.map(|_| ()).map_err(|e| e.to_string()),
+                    None => store.delete(&key).await.map_err(|e| e.to_string()),
+                };
+                if let Err(e) = &ok {
+                    tracing::debug!(key, error = %e, "cluster: a remembered entity's key was not written");
+                }
+                if let Some(done) = w.done {
+                    done(ok.is_ok());
+                }
+            }
+        }))
+        .await;
     }
 }
