@@ -635,7 +635,13 @@ fn a_remembered_entity_starts_only_once_its_key_is_written() {
         .find(|id| proscenium_cluster::shard_of(id, 1000) == shard)
         .expect("another id of the shard");
     assert!(a.ask_where(&first, GUARD).is_some());
-    support::await_remembered(&server.url(), "shop", "counter", 1000, &[first.clone()]);
+    support::await_remembered(
+        &server.url(),
+        "shop",
+        "counter",
+        1000,
+        std::slice::from_ref(&first),
+    );
     proxy.cut();
     let e = a.region.entity_ref(second.as_str());
     e.tell(Cmd::Add(5));
@@ -655,7 +661,13 @@ fn a_remembered_entity_starts_only_once_its_key_is_written() {
     );
     // Once the key is written: started, and the message that waited reaches it.
     assert_eq!(e.ask(Cmd::Get, GUARD).wait(), Ok(5));
-    support::await_remembered(&server.url(), "shop", "counter", 1000, &[second.clone()]);
+    support::await_remembered(
+        &server.url(),
+        "shop",
+        "counter",
+        1000,
+        std::slice::from_ref(&second),
+    );
     witness.clean();
     a.finish();
 }
