@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use crate::api::actor_ref::ActorId;
 use crate::api::context::Context;
+use crate::runtime::signal::Receipt;
 use crate::supervision::failure::{ActorError, DeathPact, Failure, Outcome};
 use crate::supervision::own::Supervision;
 use crate::supervision::strategy::SupervisorStrategy;
@@ -102,6 +103,14 @@ pub trait Actor: Send + Sized + 'static {
     #[doc(hidden)]
     fn defer_poison_pill(&mut self) -> bool {
         false
+    }
+
+    /// Takes a receipt to run after the messages that wait for its
+    /// running handler (`None`), or hands it back to run now. The default
+    /// runs it now: a plain actor has handled everything ahead of it.
+    #[doc(hidden)]
+    fn defer_receipt(&mut self, receipt: Receipt) -> Option<Receipt> {
+        Some(receipt)
     }
 }
 

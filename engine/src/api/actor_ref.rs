@@ -18,7 +18,7 @@ use crate::runtime::cell::{
     CellVtable,
 };
 use crate::runtime::large;
-use crate::runtime::signal::{AutoMsg, Envelope, SystemMsg};
+use crate::runtime::signal::{AutoMsg, Envelope, Receipt, SystemMsg};
 
 /// A typed reference to an actor whose messages are `M`: cheap to clone,
 /// `Send` and `Sync`, valid after the actor is gone (messages then go to
@@ -128,6 +128,48 @@ impl<M: Send + 'static> ActorRef<M> {
     /// [`ActorId::poison_pill`].
     pub fn poison_pill(&self) {
         large::with_room_if_large::<M, _>(|| self.cell.send_user(Envelope::PoisonPill));
+    }
+
+    /// Queues `f` in the actor's mailbox behind what this thread sent it
+    /// before: `f` runs once the actor has handled all of that, and before
+    /// anything queued after. It runs on the actor's worker, in the
+    /// actor's turn (keep it short: a tell, a counter); a panic in it is
+    /// logged, and the actor does not fail. An [`AsyncActor`](crate::AsyncActor)
+    /// has handled a message once its handler's future has completed.
+    ///
+    /// If the actor never gets to it (it terminates first, a PoisonPill
+    /// ahead of it stops it, or its bounded mailbox is full), `f` is
+    /// dropped without being called: a receipt says that what came before
+    /// it was handled, never that it may have been. A message that failed
+    /// its handler counts as handled (it is not handled again).
+    ///
+    /// ```
+    /// use proscenium::prelude::*;
+    /// use std::sync::mpsc;
+    ///
+    /// struct Sum(u64);
+    /// impl Actor for Sum {
+    ///     type Msg = u64;
+    ///     fn receive(&mut self, _: &mut Context<Self>, n: u64) -> Outcome {
+    ///         self.0 += n;
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// # let system = ActorSystem::builder().workers(1).pin_workers(false).build()?;
+    /// let sum = system.spawn(Props::new(|| Sum(0)), "sum")?;
+    /// let (tx, rx) = mpsc::channel();
+    /// for n in 1..=3 {
+    ///     sum.tell(n);
+    /// }
+    /// sum.tell_receipt(move || tx.send("handled 1, 2 and 3").unwrap());
+    /// assert_eq!(rx.recv()?, "handled 1, 2 and 3");
+    /// # system.terminate().wait();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn tell_receipt(&self, f: impl FnOnce() + Send + 'static) {
+        let receipt = Receipt::new(f);
+        large::with_room_if_large::<M, _>(|| self.cell.send_user(Envelope::Receipt(receipt)));
     }
 
     /// Sends Kill (user lane): the actor fails with [`Killed`](crate::Killed).

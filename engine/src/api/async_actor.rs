@@ -25,7 +25,7 @@ use crate::api::actor::Actor;
 use crate::api::actor_ref::{ActorId, ActorRef};
 use crate::api::context::Context;
 use crate::runtime::large;
-use crate::runtime::signal::Envelope;
+use crate::runtime::signal::{Envelope, Receipt};
 use crate::supervision::failure::{DeathPact, Failure, Outcome};
 use crate::supervision::strategy::SupervisorStrategy;
 use crate::sync::{AtomicBool, Arc, Ordering};
@@ -231,6 +231,8 @@ enum Backlogged<M> {
     Terminated(ActorId),
     /// A PoisonPill: stop once what is ahead of it is handled.
     PoisonPill,
+    /// A receipt: run once what is ahead of it is handled.
+    Receipt(Receipt),
 }
 
 /// The adapter that runs an [`AsyncActor`] as an [`Actor`]: spawn
@@ -362,6 +364,7 @@ impl<A: AsyncActor> Async<A> {
                     ctx.stop_self();
                     return Ok(());
                 }
+                Some(Backlogged::Receipt(receipt)) => receipt.run(|| ctx.path()),
             }
         }
     }
@@ -438,6 +441,14 @@ impl<A: AsyncActor> Actor for Async<A> {
         true
     }
 
+    fn defer_receipt(&mut self, receipt: Receipt) -> Option<Receipt> {
+        if self.running.is_none() && self.backlog.is_empty() {
+            return Some(receipt);
+        }
+        self.backlog.push_back(Backlogged::Receipt(receipt));
+        None
+    }
+
     fn pre_start(&mut self, ctx: &mut Context<Self>) -> Outcome {
         self.strategy = Some(self.state().supervisor_strategy());
         self.hook(ctx, |a, c| a.pre_start(c))
@@ -469,6 +480,15 @@ impl<A: AsyncActor> Actor for Async<A> {
                 }
                 // Re-sent: it then follows what is in the mailbox.
                 Backlogged::PoisonPill => ctx.self_ref().poison_pill(),
+                // Re-sent, as the PoisonPill: later than need be, never
+                // ahead of a message it follows (those are stashed, and
+                // handled first).
+                Backlogged::Receipt(receipt) => {
+                    let me = ctx.self_ref();
+                    large::with_room_if_large::<A::Msg, _>(|| {
+                        me.cell.send_user(Envelope::Receipt(receipt))
+                    });
+                }
                 // Watch is per incarnation in spirit; the notice is dropped.
                 Backlogged::Terminated(_) => {}
             }

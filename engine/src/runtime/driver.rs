@@ -253,6 +253,16 @@ impl<A: Actor> Driver<A> {
                     self.fail(failure, SuspendChildren::All);
                 }
             }
+            Envelope::Receipt(receipt) => {
+                // An async actor's adapter keeps it behind the messages that
+                // wait for its running handler (run when it reaches them).
+                let Some(actor) = self.actor.as_mut() else {
+                    return; // no instance: nothing was handled
+                };
+                if let Some(receipt) = actor.defer_receipt(receipt) {
+                    receipt.run(|| self.path());
+                }
+            }
         }
     }
 

@@ -97,6 +97,41 @@ pub(crate) enum Envelope<M: Send + 'static> {
     /// was woken: poll it (a unit variant: the envelope stays the size of
     /// the message).
     Wake,
+    /// A receipt ([`ActorRef::tell_receipt`](crate::ActorRef::tell_receipt)):
+    /// its callback runs once everything queued ahead of it is handled
+    /// (a thin pointer: the envelope stays the size of the message).
+    Receipt(Receipt),
+}
+
+/// A callback that runs once an actor has handled everything queued ahead
+/// of it in its user lane, on the actor's worker, in its turn; dropped
+/// uncalled if the actor terminates first (it then goes nowhere: it is a
+/// confirmation, not a message). Boxed twice so that it is one pointer.
+///
+/// Public only as the type of the hidden
+/// [`Actor::defer_receipt`](crate::Actor) hook; it cannot be named outside
+/// the crate.
+pub struct Receipt(Box<Box<dyn FnOnce() + Send>>);
+
+impl Receipt {
+    pub(crate) fn new(f: impl FnOnce() + Send + 'static) -> Receipt {
+        Receipt(Box::new(Box::new(f)))
+    }
+
+    /// Runs the callback; a panic in it is logged (it is the sender's
+    /// code, not the actor's: the actor does not fail).
+    pub(crate) fn run(self, actor: impl FnOnce() -> String) {
+        let f = *self.0;
+        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err() {
+            tracing::error!(actor = %actor(), "a receipt's callback panicked");
+        }
+    }
+}
+
+impl fmt::Debug for Receipt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Receipt")
+    }
 }
 
 /// The untyped auto-handled messages, which any [`ActorId`] can send.

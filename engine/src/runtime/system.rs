@@ -746,6 +746,8 @@ impl ActorSystem {
             Envelope::Terminated(_) => {}
             // A wake-up for a future that is gone with its actor.
             Envelope::Wake => {}
+            // Not handled: dropped uncalled (nothing to confirm).
+            Envelope::Receipt(_) => {}
             // A scheduled message reaching a terminated actor: to dead
             // letters, unless its timer was cancelled.
             Envelope::Timer(slot) => {
