@@ -31,6 +31,10 @@
 //! * `psend <n> <per>`: the same as plain tells (prints `psent`);
 //! * `tell <id> <k>`: a plain tell of number `k` to entity `<id>` (prints
 //!   `told`);
+//! * `rtell <id> <k>`: a reliable tell of number `k` to entity `<id>`
+//!   (prints `told`; `unconfirmed` says how many of this node's reliable
+//!   messages are not confirmed yet);
+//! * `unconfirmed`: prints `unconfirmed <count>`;
 //! * `busy <id> <ms>`: entity `<id>` busy for `<ms>` (prints `told`);
 //! * `stell <k>`: a plain tell of number `k` to the cluster singleton
 //!   `ledger` (an entity of the same kind, its id `ledger`; prints
@@ -149,6 +153,14 @@ fn run(
             region.entity_ref(*id).tell(rec(node, count(k)?));
             Ok("told".into())
         }
+        ["rtell", id, k] => {
+            region
+                .reliable_entity_ref(*id)
+                .tell(rec(node, count(k)?))
+                .map_err(|e| e.to_string())?;
+            Ok("told".into())
+        }
+        ["unconfirmed"] => Ok(format!("unconfirmed {}", region.unconfirmed())),
         ["busy", id, ms] => {
             region.entity_ref(*id).tell(Msg::Busy(count(ms)?));
             Ok("told".into())

@@ -141,6 +141,14 @@ pub(crate) enum RegionCmd<M> {
     /// A hand-off of the shard has run for `handoff-timeout`: what of its
     /// entities still runs is stopped at once.
     HandOffTimeout(u32),
+    /// Reliable delivery: entity `id` of `shard` has handled each
+    /// (node, producer)'s messages up to the number given (a receipt
+    /// behind them ran).
+    Handled {
+        shard: u32,
+        id: String,
+        marks: Vec<(String, u64, u64)>,
+    },
     /// Remember-entities: the key of entity `id` of `shard` (hosted at
     /// `token`) written (`ok`) or not; it starts once it is.
     Remembered {
@@ -330,6 +338,16 @@ struct Hosted<M: Send + 'static> {
     dedup: Dedup,
 }
 
+/// Reliable delivery: a receipt to queue behind what an entity was
+/// handed.
+struct Receipt<M: Send + 'static> {
+    actor: ActorRef<M>,
+    shard: u32,
+    id: String,
+    /// (node, producer) -> the last number handed.
+    marks: HashMap<(String, u64), u64>,
+}
+
 /// A running entity.
 struct Entity<M: Send + 'static> {
     actor: ActorRef<M>,
@@ -386,6 +404,9 @@ pub(crate) struct RegionActor<A: Actor> {
     producer: Producer<A::Msg>,
     confirms: HashMap<(String, u64, String), u64>,
     confirms_due: bool,
+    /// Reliable delivery: the receipts to queue behind what entities were
+    /// handed this turn (per entity actor: (node, producer) -> upto).
+    receipts: HashMap<ActorId, Receipt<A::Msg>>,
     freeing_dedup: HashMap<u32, Dedup>,
     /// A look (`Recheck`) is asked for and not yet begun: the listeners
     /// ask again only once it has.
@@ -433,6 +454,7 @@ where
             producer,
             confirms: HashMap::new(),
             confirms_due: false,
+            receipts: HashMap::new(),
             freeing_dedup: HashMap::new(),
             recheck_asked: Arc::default(),
             pruned_at: Instant::now(),
@@ -609,11 +631,35 @@ where
                 .get(&id)
                 .is_some_and(|e| e.passivating.is_some());
             if !passivating {
-                match hosted.dedup.check(&id, seq) {
+                let running = hosted.entities.get(&id).map(|e| e.actor.clone());
+                let mut verdict = hosted.dedup.check(&id, seq);
+                if verdict == Verdict::Duplicate && running.is_none() {
+                    // Handed to an incarnation that is gone: what it had
+                    // not handled went with its mailbox.
+                    hosted.dedup.gone(&id);
+                    verdict = hosted.dedup.check(&id, seq);
+                }
+                match verdict {
                     Verdict::Next => hosted.dedup.accept(&id, seq),
-                    Verdict::Duplicate | Verdict::Gap => {
-                        let upto = hosted.dedup.upto(&id, seq);
-                        self.confirm(ctx, seq, &id, upto);
+                    Verdict::Duplicate => {
+                        let (handled, handed) = (
+                            hosted.dedup.handled_upto(&id, seq),
+                            hosted.dedup.upto(&id, seq),
+                        );
+                        match running {
+                            // In the running entity's mailbox: confirmed
+                            // once it is handled (a receipt again, in case
+                            // the last one was dropped: a full mailbox).
+                            Some(actor) if seq.seq > handled => {
+                                self.expect_receipt(ctx, &actor, shard, &id, seq, handed);
+                            }
+                            _ => self.confirm(ctx, &seq.node, seq.producer, &id, handled),
+                        }
+                        return;
+                    }
+                    Verdict::Gap => {
+                        let handled = hosted.dedup.handled_upto(&id, seq);
+                        self.confirm(ctx, &seq.node, seq.producer, &id, handled);
                         return;
                     }
                 }
@@ -631,7 +677,8 @@ where
                     e.last = Instant::now();
                     e.actor.tell(msg);
                     if let Some(seq) = &seq {
-                        self.confirm(ctx, seq, &id, seq.seq);
+                        let actor = e.actor.clone();
+                        self.expect_receipt(ctx, &actor, shard, &id, seq, seq.seq);
                     }
                 }
             }
@@ -648,13 +695,13 @@ where
         }
         if let Some(max) = self.core.settings.max_active_entities {
             if self.active() >= max {
-                self.passivate_least_recent();
+                self.passivate_least_recent(ctx);
             }
         }
         if let Some(entity) = self.spawn_entity(ctx, shard, inc, token, &id) {
             entity.tell(msg);
             if let Some(seq) = &seq {
-                self.confirm(ctx, seq, &id, seq.seq);
+                self.expect_receipt(ctx, &entity, shard, &id, seq, seq.seq);
             }
         } else if let Some(seq) = &seq {
             // Not handed over: the producer sends it again.
@@ -676,22 +723,102 @@ where
         }
     }
 
-    /// Reliable delivery: entity `id` has `seq`'s producer's messages up
+    /// Reliable delivery: entity `id` has handled `producer`'s messages up
     /// to `upto` (sent at the end of this turn, one per producer and
     /// entity).
-    fn confirm(&mut self, ctx: &mut Context<Self>, seq: &Seq, id: &str, upto: u64) {
-        let key = (seq.node.clone(), seq.producer, id.to_owned());
+    fn confirm(&mut self, ctx: &mut Context<Self>, node: &str, producer: u64, id: &str, upto: u64) {
+        let key = (node.to_owned(), producer, id.to_owned());
         let at = self.confirms.entry(key).or_insert(upto);
         *at = (*at).max(upto);
+        self.flush_due(ctx);
+    }
+
+    fn flush_due(&mut self, ctx: &mut Context<Self>) {
         if !self.confirms_due {
             self.confirms_due = true;
             ctx.self_ref().tell(RegionCmd::FlushConfirms);
         }
     }
 
-    /// The turn's confirmations: one message per producer.
-    fn flush_confirms(&mut self) {
+    /// Reliable delivery: `actor` (entity `id` of `shard`) was handed
+    /// `seq`'s producer's messages up to `upto`: a receipt goes behind
+    /// them at the end of this turn (one per entity), and they are
+    /// confirmed once it runs, that is, once the entity has handled them.
+    fn expect_receipt(
+        &mut self,
+        ctx: &mut Context<Self>,
+        actor: &ActorRef<A::Msg>,
+        shard: u32,
+        id: &str,
+        seq: &Seq,
+        upto: u64,
+    ) {
+        let r = self.receipts.entry(actor.id()).or_insert_with(|| Receipt {
+            actor: actor.clone(),
+            shard,
+            id: id.to_owned(),
+            marks: HashMap::new(),
+        });
+        let at = r
+            .marks
+            .entry((seq.node.clone(), seq.producer))
+            .or_insert(upto);
+        *at = (*at).max(upto);
+        self.flush_due(ctx);
+    }
+
+    /// The receipts of this turn queued behind what their entities were
+    /// handed. Also before an entity is sent its PoisonPill or stop
+    /// message: a receipt behind that would never run.
+    pub(super) fn send_receipts(&mut self, ctx: &mut Context<Self>) {
+        if self.receipts.is_empty() {
+            return;
+        }
+        let region = ctx.self_ref();
+        for (_, r) in self.receipts.drain() {
+            let Receipt {
+                actor,
+                shard,
+                id,
+                marks,
+            } = r;
+            let marks: Vec<(String, u64, u64)> = marks
+                .into_iter()
+                .map(|((node, producer), upto)| (node, producer, upto))
+                .collect();
+            let region = region.clone();
+            actor.tell_receipt(move || region.tell(RegionCmd::Handled { shard, id, marks }));
+        }
+    }
+
+    /// Reliable delivery: a receipt ran: entity `id` has handled these.
+    fn handled(
+        &mut self,
+        ctx: &mut Context<Self>,
+        shard: u32,
+        id: &str,
+        marks: Vec<(String, u64, u64)>,
+    ) {
+        let dedup = match self.hosted.get_mut(&shard) {
+            Some(h) => Some(&mut h.dedup),
+            // Being handed off: the state written for the next owner.
+            None => self.freeing_dedup.get_mut(&shard),
+        };
+        if let Some(dedup) = dedup {
+            for (_, producer, upto) in &marks {
+                dedup.handled(id, *producer, *upto);
+            }
+        }
+        for (node, producer, upto) in marks {
+            self.confirm(ctx, &node, producer, id, upto);
+        }
+    }
+
+    /// The turn's receipts and confirmations: one confirmation message
+    /// per producer.
+    fn flush_confirms(&mut self, ctx: &mut Context<Self>) {
         self.confirms_due = false;
+        self.send_receipts(ctx);
         let mut by_producer: HashMap<(String, u64), Vec<(String, u64)>> = HashMap::new();
         for ((node, producer, id), upto) in std::mem::take(&mut self.confirms) {
             by_producer
@@ -773,7 +900,7 @@ where
             }
         }
         if self.eager.is_none() && !self.core.settings.remember_entities {
-            self.passivate_idle();
+            self.passivate_idle(ctx);
         }
         let holds = self.core.lease.holds() && !self.leaving;
         let my_inc = self.core.lease.incarnation();
@@ -864,7 +991,8 @@ where
                     }
                 }
             }
-            RegionCmd::FlushConfirms => self.flush_confirms(),
+            RegionCmd::FlushConfirms => self.flush_confirms(ctx),
+            RegionCmd::Handled { shard, id, marks } => self.handled(ctx, shard, &id, marks),
             RegionCmd::HandOffTimeout(shard) => self.hand_off_timed_out(ctx, shard),
             RegionCmd::Recheck => self.recheck(ctx),
             RegionCmd::Allocated(shard) => {
@@ -900,6 +1028,12 @@ where
                     None
                 }
             });
+            if ended.is_some() {
+                // Reliable delivery: what it had not handled is lost.
+                if let Some(h) = self.hosted.get_mut(&shard) {
+                    h.dedup.gone(&id);
+                }
+            }
             match ended.map(|e| e.passivating) {
                 // Passivated: what came meanwhile starts its next
                 // incarnation.

@@ -7,9 +7,12 @@
 //! it, and sends again what stays unconfirmed for
 //! `reliable-resend-after` since the last progress: to wherever the shard
 //! is then. The owner of the shard keeps, per entity and producer, the
-//! last number it handed to the entity (its *dedup* state), hands an
-//! entity only the next number, drops duplicates and gaps, and confirms
-//! (cumulatively, batched per turn of the region) what it handed over.
+//! last number it handed to the entity and the last one the entity has
+//! handled (its *dedup* state), hands an entity only the next number,
+//! drops duplicates and gaps, and confirms (cumulatively, batched per
+//! turn of the region) what the entity has handled: a receipt
+//! ([`ActorRef::tell_receipt`]) goes behind each turn's messages for an
+//! entity, and tells the region when it runs.
 //!
 //! The dedup state moves with the shard on a hand-off: the old owner
 //! writes it to the bucket (`d.<type>.<shard>`) before it frees the
@@ -19,10 +22,12 @@
 //! one the old owner never confirmed is sent again and handed over once.
 //! After a crash the state is not written: the new owner starts from the
 //! last one written (or none), and messages the old owner handed over but
-//! had not confirmed yet are handed over again (at least once). A message
-//! is confirmed once it is in the entity's mailbox; a crash of its node
-//! before the entity handles it loses it with the entity's in-memory
-//! state, as Akka's sharding without its own confirmation does.
+//! had not confirmed yet are handed over again (at least once). Since a
+//! message is confirmed only once the entity has handled it (as Akka's
+//! `ShardingConsumerController` confirms after processing), what waited
+//! in a crashed owner's mailbox is sent again, not lost; an entity that
+//! terminates with messages in its mailbox (it stopped itself, or was
+//! stopped) has them handed to its next incarnation.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::marker::PhantomData;
@@ -186,16 +191,19 @@ pub(crate) enum Verdict {
     Gap,
 }
 
-/// One producer's progress at an entity.
+/// One producer's progress at an entity: the last number handed to it
+/// (in its mailbox, or handled), and the last it has handled (a receipt
+/// behind it ran: confirmed).
 #[derive(Debug, Clone)]
 struct Seen {
     upto: u64,
+    handled: u64,
     node: String,
     last: Instant,
 }
 
 /// A shard's dedup state: per entity and producer, the last number handed
-/// to the entity.
+/// to the entity and the last it has handled.
 #[derive(Debug, Default)]
 pub(crate) struct Dedup {
     entities: HashMap<String, HashMap<u64, Seen>>,
@@ -231,16 +239,50 @@ impl Dedup {
             })
     }
 
+    /// The last number of `seq`'s producer that entity `id` has handled
+    /// (with no state: the one before the producer's first unconfirmed).
+    pub(crate) fn handled_upto(&self, id: &str, seq: &Seq) -> u64 {
+        let before_first = seq.first.saturating_sub(1);
+        self.entities
+            .get(id)
+            .and_then(|p| p.get(&seq.producer))
+            .map_or(before_first, |s| s.handled.max(before_first))
+    }
+
     /// `seq` was handed to entity `id`.
     pub(crate) fn accept(&mut self, id: &str, seq: &Seq) {
-        self.entities.entry(id.to_owned()).or_default().insert(
-            seq.producer,
-            Seen {
-                upto: seq.seq,
+        let before_first = seq.first.saturating_sub(1);
+        let seen = self
+            .entities
+            .entry(id.to_owned())
+            .or_default()
+            .entry(seq.producer)
+            .or_insert_with(|| Seen {
+                upto: 0,
+                handled: before_first,
                 node: seq.node.clone(),
                 last: Instant::now(),
-            },
-        );
+            });
+        seen.upto = seq.seq;
+        seen.handled = seen.handled.max(before_first).min(seq.seq);
+        seen.last = Instant::now();
+    }
+
+    /// Entity `id` has handled `producer`'s messages up to `upto`.
+    pub(crate) fn handled(&mut self, id: &str, producer: u64, upto: u64) {
+        if let Some(s) = self.entities.get_mut(id).and_then(|p| p.get_mut(&producer)) {
+            s.handled = s.handled.max(upto.min(s.upto));
+        }
+    }
+
+    /// Entity `id` has terminated: what it was handed and had not handled
+    /// is lost with its mailbox, and is handed over again when sent again.
+    pub(crate) fn gone(&mut self, id: &str) {
+        if let Some(p) = self.entities.get_mut(id) {
+            for s in p.values_mut() {
+                s.upto = s.handled;
+            }
+        }
     }
 
     /// Forgets the producers not heard from within `keep` (an owner with
@@ -263,7 +305,7 @@ impl Dedup {
             .flat_map(|(id, p)| {
                 p.iter()
                     .filter(|(_, s)| s.last.elapsed() < keep)
-                    .map(move |(producer, s)| (id.clone(), *producer, s.node.clone(), s.upto))
+                    .map(move |(producer, s)| (id.clone(), *producer, s.node.clone(), s.handled))
             })
             .collect();
         (!entries.is_empty()).then(|| crate::store::encode(&DedupRecord { entries }))
@@ -279,6 +321,7 @@ impl Dedup {
                     producer,
                     Seen {
                         upto,
+                        handled: upto,
                         node,
                         last: Instant::now(),
                     },
@@ -296,15 +339,17 @@ impl Dedup {
 /// [`Region::reliable_entity_ref`](crate::Region::reliable_entity_ref).
 ///
 /// The sending node's region keeps each message until the entity's owner
-/// confirms that the entity has it (in its mailbox), and sends again what
-/// is not confirmed after
+/// confirms that the entity has *handled* it (a receipt queued behind it
+/// in the entity's mailbox ran: [`ActorRef::tell_receipt`]), and sends
+/// again what is not confirmed after
 /// [`reliable_resend_after`](crate::ClusterSettings::reliable_resend_after);
 /// the owner hands the entity each number once and in order, and hands
-/// its record of that to the shard's next owner on a hand-off. After a
-/// crash of the owner, messages it had handed over but not yet confirmed
-/// are handed over again (at least once); a message an entity had in its
-/// mailbox when its node crashed is lost with the entity. See
-/// docs/decisions/0030-cluster-sharding.md, "Reliable delivery".
+/// its record of what was handled to the shard's next owner on a
+/// hand-off. After a crash of the owner, or of the entity, messages it
+/// had been handed but had not handled are handed over again (at least
+/// once): nothing in a mailbox is lost with it. The entity's code needs
+/// no change. See docs/decisions/0030-cluster-sharding.md, "Reliable
+/// delivery".
 ///
 /// The region keeps at most `buffer-size` unconfirmed messages, all its
 /// reliable refs together: past that [`tell`](Self::tell) refuses,
@@ -396,6 +441,28 @@ mod tests {
         assert_eq!(d.check("g", &seq(1, 6, 7)), Verdict::Duplicate);
     }
 
+    /// Confirmed only once handled; an entity that terminates loses what
+    /// it had not handled, and it is handed over again when sent again.
+    #[test]
+    fn what_an_entity_did_not_handle_is_handed_over_again_after_it_is_gone() {
+        let mut d = Dedup::default();
+        for n in 1..=3 {
+            d.accept("e", &seq(1, n, 1));
+        }
+        assert_eq!(d.handled_upto("e", &seq(1, 3, 1)), 0);
+        d.handled("e", 1, 2);
+        assert_eq!(d.handled_upto("e", &seq(1, 3, 1)), 2);
+        // 3 is in the running entity's mailbox: a duplicate.
+        assert_eq!(d.check("e", &seq(1, 3, 1)), Verdict::Duplicate);
+        // Never past what was handed.
+        d.handled("e", 1, 9);
+        assert_eq!(d.handled_upto("e", &seq(1, 3, 1)), 3);
+        d.accept("e", &seq(1, 4, 1));
+        d.gone("e");
+        assert_eq!(d.check("e", &seq(1, 4, 1)), Verdict::Next);
+        assert_eq!(d.check("e", &seq(1, 3, 1)), Verdict::Duplicate);
+    }
+
     #[test]
     fn a_pruned_owner_takes_the_first_unconfirmed_number_as_the_next() {
         let mut d = Dedup::default();
@@ -418,12 +485,22 @@ mod tests {
     fn the_dedup_state_survives_the_bucket() {
         let mut d = Dedup::default();
         d.accept("e", &seq(1, 5, 1));
+        d.handled("e", 1, 5);
         d.accept("f", &seq(2, 9, 3));
+        d.handled("f", 2, 9);
+        // Handed up to 4, handled up to 2: what the next owner gets is
+        // what was handled (3 and 4 went with the old owner's mailbox).
+        for n in 1..=4 {
+            d.accept("g", &seq(3, n, 1));
+        }
+        d.handled("g", 3, 2);
         let bytes = d.encode(Duration::from_secs(60)).expect("state");
         let back = Dedup::decode(&bytes);
         assert_eq!(back.check("e", &seq(1, 5, 1)), Verdict::Duplicate);
         assert_eq!(back.check("e", &seq(1, 6, 1)), Verdict::Next);
         assert_eq!(back.check("f", &seq(2, 10, 3)), Verdict::Next);
+        assert_eq!(back.check("g", &seq(3, 2, 1)), Verdict::Duplicate);
+        assert_eq!(back.check("g", &seq(3, 3, 1)), Verdict::Next);
         assert!(Dedup::default().encode(Duration::from_secs(60)).is_none());
         // Garbage: no state (at least once), never a panic.
         assert_eq!(

@@ -432,6 +432,57 @@ fn received(nodes: &[(&str, &[String])], from: &str) -> HashMap<String, Vec<u64>
     out
 }
 
+/// Reliable delivery confirms a message once its entity has *handled* it
+/// (a receipt behind it ran), as Akka's sharding consumer confirms after
+/// processing: a SIGKILL of the owner while the messages wait in the
+/// entity's mailbox loses none of them. Before (confirmed once in the
+/// mailbox), the producer dropped them at the confirmation and they died
+/// with the owner. Entity x of node c is kept busy; a sends it 1 to 10
+/// reliably; two plain tells through the same path to another entity of c
+/// show that c's region has handed x all ten and flushed a turn since
+/// (what it confirms, it has sent); c is killed; x runs on a and gets all
+/// ten.
+#[test]
+fn a_sigkill_of_the_owner_loses_no_reliable_message_its_entity_had_not_handled() {
+    require_jetstream!();
+    let _one_at_a_time = serial();
+    let server = NatsServer::start();
+    let start = |name| Node::start_example("witness_node", &server.url(), name, 2000);
+    let (mut a, mut c) = (start("a"), start("c"));
+    touch_all(&mut [&mut a, &mut c], 0, 20, 0);
+    let on_c: Vec<String> = c.live().into_iter().collect();
+    assert!(on_c.len() >= 2, "c runs two of the 20 at least: {on_c:?}");
+    let (x, y) = (&on_c[0], &on_c[1]);
+    a.run(&format!("busy {x} 20000"), "told");
+    for k in 1..=10 {
+        a.run(&format!("rtell {x} {k}"), "told");
+    }
+    for k in [1000, 1001] {
+        a.run(&format!("tell {y} {k}"), "told");
+        c.saw(&format!("got {y} a {k} "));
+    }
+    let unconfirmed = a.run("unconfirmed", "unconfirmed ");
+    eprintln!("before the kill, a has {unconfirmed}");
+    c.signal(libc::SIGKILL);
+    let cl = c.drain_to_end().to_vec();
+    eventually("x gets 1 to 10 on a", || {
+        let al = a.drain().to_vec();
+        let got = received(&[("a", &al[..])], "a");
+        got.get(x).is_some_and(|v| (1..=10).all(|k| v.contains(&k)))
+    });
+    let al = a.drain().to_vec();
+    let got = received(&[("a", &al[..]), ("c", &cl[..])], "a");
+    let xs: Vec<u64> = got[x]
+        .iter()
+        .copied()
+        .filter(|k| (1..=10).contains(k))
+        .collect();
+    assert_eq!(xs, (1..=10).collect::<Vec<_>>(), "once each, in order");
+    a.run("exit", "terminated");
+    let al = a.drain_to_end().to_vec();
+    witness(&[("a", &al[..]), ("c", &cl[..])]);
+}
+
 /// Issue 36, check 4: a SIGTERM of a node during 50,000 reliable messages
 /// to 1,000 entities (50 each, from node a): nothing lost, nothing twice,
 /// each entity's in the order sent; the node's phases done within 10 s.

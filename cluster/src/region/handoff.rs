@@ -35,6 +35,9 @@ where
         let Some(h) = self.hosted.remove(&shard) else {
             return;
         };
+        // Reliable delivery: the receipts of what the entities were handed
+        // go ahead of their stop (behind it they never run).
+        self.send_receipts(ctx);
         let mut waiting = Vec::new();
         for (id, e) in h.entities {
             let actor = e.actor.id();

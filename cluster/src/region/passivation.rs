@@ -42,7 +42,9 @@ where
         }
     }
 
-    pub(super) fn passivate_least_recent(&mut self) {
+    pub(super) fn passivate_least_recent(&mut self, ctx: &mut Context<Self>) {
+        // Receipts go ahead of the PoisonPill (behind it they never run).
+        self.send_receipts(ctx);
         let oldest = self
             .hosted
             .values_mut()
@@ -54,10 +56,11 @@ where
         }
     }
 
-    pub(super) fn passivate_idle(&mut self) {
+    pub(super) fn passivate_idle(&mut self, ctx: &mut Context<Self>) {
         let Some(idle) = self.core.settings.passivate_idle else {
             return;
         };
+        self.send_receipts(ctx);
         for e in self
             .hosted
             .values_mut()
@@ -221,7 +224,7 @@ where
         {
             if let Some(max) = self.core.settings.max_active_entities {
                 if self.active() >= max {
-                    self.passivate_least_recent();
+                    self.passivate_least_recent(ctx);
                 }
             }
             self.spawn_entity(ctx, shard, inc, token, &id);
