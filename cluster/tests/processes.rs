@@ -11,7 +11,10 @@
 //! the machine's monotonic time: reliable messages across a SIGTERM
 //! (issue 36, check 4), a node paused with SIGSTOP past its lease (check
 //! 3), a fourth node joining (check 5: the rebalance read from the
-//! bucket's history), a rolling restart (check 6), passivation by idle
+//! bucket's history), a rolling restart, back to back and with rebalances
+//! between the steps (check 6: each shard moves at most twice, and no
+//! hand-off is marked while the membership is unsettled, read from the
+//! bucket's history), passivation by idle
 //! time and by a limit (check 7), the singleton killed and handed over
 //! (check 8), the nats-server restarted briefly and down past the lease
 //! (check 9), remember-entities after a SIGKILL (check 10), and a node
