@@ -389,6 +389,10 @@ pub(crate) struct RegionActor<A: Actor> {
     /// entities here have terminated; the deletes under way; who waits
     /// for a leave's hand-off to end.
     freeing: HashMap<u32, u64>,
+    /// Shards whose record this region is deleting (or has deleted), at
+    /// that revision: a rebalance's mark is not taken up twice while the
+    /// view still shows it (see `hand_off_asked`).
+    freed: HashMap<u32, u64>,
     deleting: Vec<tokio::task::JoinHandle<()>>,
     hand_off_done: Option<tokio::sync::oneshot::Sender<()>>,
     /// A singleton's region: its one entity (this id, shard 0) runs
@@ -447,6 +451,7 @@ where
             stopping: HashMap::new(),
             stopping_in: HashMap::new(),
             freeing: HashMap::new(),
+            freed: HashMap::new(),
             deleting: Vec::new(),
             hand_off_done: None,
             eager: None,

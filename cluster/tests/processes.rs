@@ -11,7 +11,10 @@
 //! the machine's monotonic time: reliable messages across a SIGTERM
 //! (issue 36, check 4), a node paused with SIGSTOP past its lease (check
 //! 3), a fourth node joining (check 5: the rebalance read from the
-//! bucket's history), a rolling restart (check 6), passivation by idle
+//! bucket's history), a rolling restart, back to back and with rebalances
+//! between the steps (check 6: each shard moves at most twice, and no
+//! hand-off is marked while the membership is unsettled, read from the
+//! bucket's history), passivation by idle
 //! time and by a limit (check 7), the singleton killed and handed over
 //! (check 8), the nats-server restarted briefly and down past the lease
 //! (check 9), remember-entities after a SIGKILL (check 10), and a node
@@ -29,7 +32,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use support::{eventually, require_jetstream, BucketWatch, NatsServer, Proxy, GUARD};
+use support::{eventually, require_jetstream, BucketWatch, Change, NatsServer, Proxy, What, GUARD};
 
 /// An example binary, built by `cargo test` next to the test binaries.
 fn example_binary(name: &str) -> PathBuf {
@@ -750,6 +753,210 @@ fn a_rolling_restart_moves_each_shard_at_most_twice() {
         moves.values().all(|m| *m <= 2),
         "a shard moved more than twice: {histogram:?}"
     );
+}
+
+/// Issue 36, check 6, with rebalances between the steps: each of three
+/// nodes in turn gets SIGTERM; while it is down every entity is sent a
+/// message (its shards go to the other two), then it is started again
+/// under its name, and the coordinator moves shards to it; the next step
+/// waits until the bucket shows that rebalance settled (every shard
+/// allocated, none in hand-off, no node above the least-shard strategy's
+/// threshold). From the bucket's history, read by a watcher outside the
+/// nodes: each shard moved at most twice, and no shard was marked for
+/// hand-off within `rebalance-stable-for` of a change of the membership,
+/// while a node was leaving, or while a lease went unrenewed past the
+/// suspect threshold. The witness stays clean.
+#[test]
+fn a_rolling_restart_with_rebalances_between_steps_moves_each_shard_at_most_twice() {
+    require_jetstream!();
+    let _one_at_a_time = serial();
+    let server = NatsServer::start();
+    let (shards, rebalance_ms, lease_ms) = (60_usize, 300_u64, 2000_u64);
+    let options = [
+        "--lease-ms",
+        &lease_ms.to_string(),
+        "--shards",
+        &shards.to_string(),
+        "--rebalance-ms",
+        &rebalance_ms.to_string(),
+    ]
+    .map(|o| o.to_owned());
+    let options: Vec<&str> = options.iter().map(String::as_str).collect();
+    let start = |name| Node::start_args("witness_node", &server.url(), name, &options);
+    let mut nodes = vec![("a", start("a")), ("b", start("b")), ("c", start("c"))];
+    // Before any shard is allocated (the bucket exists once a node runs).
+    let watch = BucketWatch::start(&server.url(), "witness", "acct");
+    let names = ["a", "b", "c"];
+    // 600 ids cover the 60 shards (a stable hash: the same every run).
+    let n: u64 = 600;
+    let everyone = |nodes: &mut [(&str, Node)], from: usize, k: u64| {
+        let mut refs: Vec<&mut Node> = nodes.iter_mut().map(|(_, x)| x).collect();
+        touch_all(&mut refs, from, n, k);
+    };
+    // Settled: the least-shard strategy would pick nothing (no node above
+    // both the share and the least loaded plus one), nothing in hand-off,
+    // every shard allocated.
+    let spread = || -> Vec<usize> { watch.with(|s| names.iter().map(|x| s.of(x)).collect()) };
+    let settled = || {
+        let counts = spread();
+        let (share, least) = (shards.div_ceil(3), counts.iter().min().copied());
+        watch.with(|s| s.owners.len() == shards && s.in_hand_off == 0)
+            && counts
+                .iter()
+                .all(|c| least.is_some_and(|l| *c <= share || *c <= l + 1))
+    };
+    everyone(&mut nodes, 0, 0);
+    eventually("the shards allocated, balanced", &settled);
+    eprintln!("three nodes: shards {:?}", spread());
+    let mut finished: Vec<(String, Vec<String>)> = Vec::new();
+    // Moves are counted from here: the initial allocation may leave a node
+    // one above the threshold, which a rebalance corrected before.
+    let begun = watch.with(|s| s.history.len());
+    let restarted = Instant::now();
+    for i in 0..nodes.len() {
+        let step = Instant::now();
+        let name = nodes[i].0;
+        nodes[i].1.signal(libc::SIGTERM);
+        assert_eq!(nodes[i].1.expect("terminated"), "terminated clean=true");
+        finished.push((format!("{name}#{i}"), nodes[i].1.drain_to_end().to_vec()));
+        // Traffic while it is down: its shards go to the other two.
+        let k = 2 * i as u64 + 1;
+        everyone(&mut nodes, (i + 1) % 3, k);
+        let down = spread();
+        nodes[i].1 = start(name);
+        let back = Instant::now();
+        let rebalanced = eventually("the rebalance settled", &settled);
+        everyone(&mut nodes, i, k + 1);
+        eprintln!(
+            "step {name}: shards {down:?} while it was down, {:?} {rebalanced:?} after it was \
+             back; the step took {:?}",
+            spread(),
+            step.elapsed()
+        );
+        assert!(back.elapsed() < GUARD);
+    }
+    let took = restarted.elapsed();
+    let (moves, history) = watch.with(|s| (s.moves(begun), s.history.clone()));
+    let mut histogram = std::collections::BTreeMap::<usize, usize>::new();
+    for m in moves.values() {
+        *histogram.entry(*m).or_default() += 1;
+    }
+    eprintln!(
+        "rolling restart of three nodes with rebalances between the steps in {took:?}: shards \
+         by moves {histogram:?}"
+    );
+    for (shard, m) in &moves {
+        if *m > 2 {
+            eprintln!("shard {shard}: {:?}", owners_of(&history, *shard));
+        }
+    }
+    assert_eq!(moves.len(), shards, "every shard was allocated before");
+    assert!(
+        moves.values().all(|m| *m <= 2),
+        "a shard moved more than twice: {histogram:?}"
+    );
+    let renew = Duration::from_millis(lease_ms / 8);
+    let marks = no_hand_off_while_unsettled(
+        &history[begun..],
+        Duration::from_millis(2 * rebalance_ms),
+        renew * 2 + Duration::from_millis(100),
+        renew,
+    );
+    eprintln!("{marks} hand-off marks, none while the membership was unsettled");
+    assert!(marks > 0, "the coordinator rebalanced");
+    finished.extend(finish(nodes));
+    witness(&labelled(&finished));
+}
+
+/// Shard `shard`'s owners over `history`, in order (a node's incarnation
+/// as its last four hex digits).
+fn owners_of(history: &[Change], shard: u32) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for c in history {
+        if let What::Shard {
+            shard: s,
+            node,
+            inc,
+            handoff,
+        } = &c.what
+        {
+            if *s == shard {
+                let hand = if *handoff { " handoff" } else { "" };
+                out.push(format!("{node}/{:04x}{hand}", inc & 0xffff));
+            }
+        }
+    }
+    out
+}
+
+/// Issue 36, check 6's second half, read from the bucket's history as a
+/// watcher saw it: no shard record was marked for hand-off within
+/// `stable_for` (less `slack`) of a change of the membership (a lease
+/// registered under a new incarnation, marked leaving, or deleted), while
+/// a node's lease had been marked leaving for longer than `slack`, or
+/// while a lease had gone unrenewed for longer than `suspect_after` (plus
+/// `slack`). The slack is for the watcher's view and the coordinator's,
+/// which see each change at about the same time. Returns how many marks
+/// it checked.
+fn no_hand_off_while_unsettled(
+    history: &[Change],
+    stable_for: Duration,
+    suspect_after: Duration,
+    slack: Duration,
+) -> usize {
+    // Per node: its incarnation, since when it is marked leaving, and when
+    // its lease was last written.
+    let mut leases: HashMap<&str, (u128, Option<Instant>, Instant)> = HashMap::new();
+    let mut changed: Option<Instant> = None;
+    let mut marks = 0;
+    for c in history {
+        match &c.what {
+            What::Lease { node, inc, leaving } => {
+                let before = leases.get(node.as_str()).copied();
+                let since = match before {
+                    Some((i, Some(t), _)) if i == *inc && *leaving => Some(t),
+                    _ => leaving.then_some(c.at),
+                };
+                if before.is_none_or(|(i, l, _)| i != *inc || l.is_some() != *leaving) {
+                    changed = Some(c.at);
+                }
+                leases.insert(node, (*inc, since, c.at));
+            }
+            What::LeaseGone { node } => {
+                leases.remove(node.as_str());
+                changed = Some(c.at);
+            }
+            What::Shard {
+                shard,
+                handoff: true,
+                ..
+            } => {
+                marks += 1;
+                if let Some(t) = changed {
+                    let after = c.at.duration_since(t);
+                    assert!(
+                        after + slack >= stable_for,
+                        "shard {shard} marked for hand-off {after:?} after the membership changed"
+                    );
+                }
+                for (node, (_, leaving, renewed)) in &leases {
+                    let leaving = leaving.map(|t| c.at.duration_since(t));
+                    assert!(
+                        leaving.is_none_or(|l| l <= slack),
+                        "shard {shard} marked for hand-off while {node} was leaving ({leaving:?})"
+                    );
+                    let quiet = c.at.duration_since(*renewed);
+                    assert!(
+                        quiet <= suspect_after + slack,
+                        "shard {shard} marked for hand-off while {node}'s lease had not been \
+                         renewed for {quiet:?}"
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+    marks
 }
 
 /// The first delivery to `id` after `since_ns` in any of `nodes`' output

@@ -131,6 +131,7 @@ where
             return;
         }
         if let Some(rev) = self.freeing.remove(&shard) {
+            self.freed.insert(shard, rev);
             let store = self.core.store.clone();
             let key = shard_key(&self.entity_type, shard);
             // Reliable delivery's record of what the entities were handed,
@@ -219,13 +220,23 @@ where
         let asked: Vec<(u32, u64)> = {
             let st = self.core.view.lock();
             let Some(records) = st.shards.get(&*self.entity_type) else {
+                self.freed.clear();
                 return;
             };
+            // A mark whose record is being deleted here already: the view
+            // shows it until the delete comes back through the watch, and
+            // any other change looks again meanwhile. Taken up twice, the
+            // second delete failed, but its target was counted in flight
+            // until then, one allocation too many for that node: the next
+            // shard freed went to another node, and the next round moved it
+            // once more (seen in the rolling restart with rebalances).
+            self.freed
+                .retain(|s, rev| records.get(s).is_some_and(|(_, r)| *r == *rev));
             records
                 .iter()
                 .filter(|(_, (r, _))| r.handoff && r.node == self.core.node && r.inc == my_inc)
                 .map(|(s, (_, rev))| (*s, *rev))
-                .filter(|(s, _)| !self.freeing.contains_key(s))
+                .filter(|(s, _)| !self.freeing.contains_key(s) && !self.freed.contains_key(s))
                 .collect()
         };
         for (shard, rev) in asked {

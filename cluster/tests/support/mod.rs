@@ -315,18 +315,58 @@ pub fn system(name: &str) -> ActorSystem {
 #[derive(serde::Deserialize)]
 struct Record {
     node: String,
-    #[allow(dead_code)]
     inc: u128,
     handoff: bool,
 }
 
+/// A node's lease as the bucket holds it (postcard).
+#[derive(serde::Deserialize)]
+struct Lease {
+    inc: u128,
+    leaving: bool,
+}
+
+/// One change of the bucket's shard records (of the watched type) and
+/// leases, in the bucket's order, with when the watcher saw it.
+#[derive(Debug, Clone)]
+pub struct Change {
+    pub at: Instant,
+    pub what: What,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum What {
+    /// Shard `shard`'s record: allocated to (`node`, `inc`), marked for
+    /// hand-off if `handoff`.
+    Shard {
+        shard: u32,
+        node: String,
+        inc: u128,
+        handoff: bool,
+    },
+    /// Shard `shard` freed (its record deleted).
+    Freed { shard: u32 },
+    /// `node`'s lease written (registered or renewed) by incarnation `inc`.
+    Lease {
+        node: String,
+        inc: u128,
+        leaving: bool,
+    },
+    /// `node`'s lease deleted (a leave, or an expired lease taken).
+    LeaseGone { node: String },
+}
+
 /// What a watcher of the bucket's shard records saw, from outside the
-/// nodes: each shard's owner (records not in hand-off), and the most
-/// records in hand-off at once over the whole history.
+/// nodes: each shard's owner (records not in hand-off), the most records
+/// in hand-off at once over the whole history, and the history itself
+/// (with the leases).
 #[derive(Default)]
 pub struct Shards {
     pub owners: HashMap<String, String>,
     pub most_in_hand_off: usize,
+    /// Records in hand-off now.
+    pub in_hand_off: usize,
+    pub history: Vec<Change>,
 }
 
 impl Shards {
@@ -334,10 +374,35 @@ impl Shards {
     pub fn of(&self, node: &str) -> usize {
         self.owners.values().filter(|n| *n == node).count()
     }
+
+    /// Each shard's moves from `history[from]` on: how often its record
+    /// changed owner (node and incarnation: a node started again under its
+    /// name is another owner) since its owner then (or its first
+    /// allocation).
+    pub fn moves(&self, from: usize) -> HashMap<u32, usize> {
+        let mut last: HashMap<u32, (&str, u128)> = HashMap::new();
+        let mut moves: HashMap<u32, usize> = HashMap::new();
+        for (i, c) in self.history.iter().enumerate() {
+            if let What::Shard {
+                shard, node, inc, ..
+            } = &c.what
+            {
+                let m = moves.entry(*shard).or_default();
+                if last
+                    .insert(*shard, (node.as_str(), *inc))
+                    .is_some_and(|before| before != (node.as_str(), *inc))
+                    && i >= from
+                {
+                    *m += 1;
+                }
+            }
+        }
+        moves
+    }
 }
 
-/// A watcher of bucket `<cluster>-shards`'s records of `entity_type`, on a
-/// runtime of its own (stopped on drop).
+/// A watcher of bucket `<cluster>-shards`'s records of `entity_type` and
+/// its leases, on a runtime of its own (stopped on drop).
 pub struct BucketWatch {
     _rt: tokio::runtime::Runtime,
     pub shards: Arc<Mutex<Shards>>,
@@ -345,11 +410,12 @@ pub struct BucketWatch {
 
 impl BucketWatch {
     pub fn start(url: &str, cluster: &str, entity_type: &str) -> BucketWatch {
+        use async_nats::jetstream::kv::Operation;
         use futures_util::StreamExt;
         let rt = tokio::runtime::Runtime::new().expect("runtime");
         let shards: Arc<Mutex<Shards>> = Arc::default();
         let (url, seen) = (url.to_owned(), Arc::clone(&shards));
-        let (bucket, keys) = (format!("{cluster}-shards"), format!("s.{entity_type}.>"));
+        let (bucket, prefix) = (format!("{cluster}-shards"), format!("s.{entity_type}."));
         let (ready_tx, ready) = mpsc::channel();
         rt.spawn(async move {
             let client = async_nats::connect(url).await.expect("watcher");
@@ -357,29 +423,61 @@ impl BucketWatch {
                 .get_key_value(bucket)
                 .await
                 .expect("bucket");
-            let mut watch = kv.watch_with_history(keys).await.expect("watch");
+            let mut watch = kv.watch_with_history(">").await.expect("watch");
             let _ = ready_tx.send(());
             let mut handing = std::collections::HashSet::new();
             while let Some(Ok(e)) = watch.next().await {
-                let record = (e.operation == async_nats::jetstream::kv::Operation::Put)
-                    .then(|| postcard::from_bytes::<Record>(&e.value).ok())
-                    .flatten();
+                let at = Instant::now();
+                let put = e.operation == Operation::Put;
+                let what = if let Some(shard) = e.key.strip_prefix(&prefix) {
+                    let Ok(shard) = shard.parse() else { continue };
+                    match put
+                        .then(|| postcard::from_bytes::<Record>(&e.value).ok())
+                        .flatten()
+                    {
+                        Some(r) => What::Shard {
+                            shard,
+                            node: r.node,
+                            inc: r.inc,
+                            handoff: r.handoff,
+                        },
+                        None => What::Freed { shard },
+                    }
+                } else if let Some(node) = e.key.strip_prefix("n.") {
+                    let node = node.to_owned();
+                    match put
+                        .then(|| postcard::from_bytes::<Lease>(&e.value).ok())
+                        .flatten()
+                    {
+                        Some(l) => What::Lease {
+                            node,
+                            inc: l.inc,
+                            leaving: l.leaving,
+                        },
+                        None => What::LeaseGone { node },
+                    }
+                } else {
+                    continue;
+                };
                 let mut s = seen.lock().expect("shards");
-                match record {
-                    Some(r) if r.handoff => {
+                match &what {
+                    What::Shard { handoff: true, .. } => {
                         handing.insert(e.key.clone());
                         s.owners.remove(&e.key);
                     }
-                    Some(r) => {
+                    What::Shard { node, .. } => {
                         handing.remove(&e.key);
-                        s.owners.insert(e.key.clone(), r.node);
+                        s.owners.insert(e.key.clone(), node.clone());
                     }
-                    None => {
+                    What::Freed { .. } => {
                         handing.remove(&e.key);
                         s.owners.remove(&e.key);
                     }
+                    What::Lease { .. } | What::LeaseGone { .. } => {}
                 }
+                s.in_hand_off = handing.len();
                 s.most_in_hand_off = s.most_in_hand_off.max(handing.len());
+                s.history.push(Change { at, what });
             }
         });
         ready
