@@ -26,7 +26,7 @@
 //! unchanged for the lease timeout, deletes it by compare-and-set, then
 //! creates its own.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -42,8 +42,15 @@ pub(crate) struct LeaseState {
     /// written before `fenced` is cleared, and read after it is seen clear.
     fenced: AtomicBool,
     inc: Mutex<u128>,
-    /// The deadline by this node's clock, while not fenced.
-    deadline: Mutex<Option<Instant>>,
+    /// The deadline by this node's clock, while not fenced: nanoseconds
+    /// after `base` (0: none). An atomic, not a lock: every message a
+    /// region delivers checks it.
+    deadline: AtomicU64,
+    base: Instant,
+    /// Bumped by every registration and fence (after the incarnation is
+    /// written): a region that saw the same epoch has the same
+    /// incarnation to compare with, without the lock.
+    epoch: AtomicU64,
     /// Leaving (coordinated shutdown): the next renewal says so, and the
     /// lease is deleted at the end.
     leaving: AtomicBool,
@@ -61,7 +68,9 @@ impl LeaseState {
         Arc::new(LeaseState {
             fenced: AtomicBool::new(true),
             inc: Mutex::new(0),
-            deadline: Mutex::new(None),
+            deadline: AtomicU64::new(0),
+            base: Instant::now(),
+            epoch: AtomicU64::new(0),
             leaving: AtomicBool::new(false),
             handed_off: AtomicBool::new(false),
             changed: Notify::new(),
@@ -72,13 +81,39 @@ impl LeaseState {
     /// Whether this node may run entities now: registered, and its
     /// deadline not passed (checked on the clock, not only by the task).
     pub(crate) fn holds(&self) -> bool {
+        self.holds_at(Instant::now())
+    }
+
+    /// `holds`, at `now` (a clock read the caller shares).
+    pub(crate) fn holds_at(&self, now: Instant) -> bool {
         // Acquire: pairs with the Release store in `registered`.
-        !self.fenced.load(Ordering::Acquire)
-            && self
-                .deadline
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .is_some_and(|d| Instant::now() < d)
+        if self.fenced.load(Ordering::Acquire) {
+            return false;
+        }
+        // Relaxed: the deadline alone says whether now is before it; the
+        // fence above orders it with the registration.
+        let deadline = self.deadline.load(Ordering::Relaxed);
+        deadline != 0 && self.nanos(now) < deadline
+    }
+
+    /// `at` in nanoseconds after `base` (at least 1: 0 means none).
+    fn nanos(&self, at: Instant) -> u64 {
+        u64::try_from(at.saturating_duration_since(self.base).as_nanos())
+            .unwrap_or(u64::MAX)
+            .max(1)
+    }
+
+    fn set_deadline(&self, deadline: Option<Instant>) {
+        let ns = deadline.map_or(0, |d| self.nanos(d));
+        // Relaxed: see `holds_at`.
+        self.deadline.store(ns, Ordering::Relaxed);
+    }
+
+    /// The registrations and fences so far (see `epoch`).
+    pub(crate) fn epoch(&self) -> u64 {
+        // Acquire: pairs with the Release increments in `registered` and
+        // `fence`: the incarnation read after this is at least as new.
+        self.epoch.load(Ordering::Acquire)
     }
 
     pub(crate) fn is_fenced(&self) -> bool {
@@ -123,14 +158,16 @@ impl LeaseState {
 
     fn registered(&self, inc: u128, deadline: Instant) {
         *self.inc.lock().unwrap_or_else(|e| e.into_inner()) = inc;
-        *self.deadline.lock().unwrap_or_else(|e| e.into_inner()) = Some(deadline);
+        self.set_deadline(Some(deadline));
+        // Release: pairs with the Acquire in `epoch`.
+        self.epoch.fetch_add(1, Ordering::Release);
         // Release: pairs with the Acquire loads in `holds`.
         self.fenced.store(false, Ordering::Release);
         self.tell_listeners();
     }
 
     fn renewed(&self, deadline: Instant) {
-        *self.deadline.lock().unwrap_or_else(|e| e.into_inner()) = Some(deadline);
+        self.set_deadline(Some(deadline));
     }
 
     fn fence(&self, why: &str, node: &str) {
@@ -138,7 +175,9 @@ impl LeaseState {
         if !self.fenced.swap(true, Ordering::AcqRel) {
             tracing::warn!(node, "cluster: fenced ({why}): this node's entities stop");
         }
-        *self.deadline.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        self.set_deadline(None);
+        // Release: as in `registered`.
+        self.epoch.fetch_add(1, Ordering::Release);
         self.tell_listeners();
     }
 }
@@ -305,5 +344,36 @@ pub(crate) async fn run(
         // Fenced: a new incarnation, after a pause (its old lease is
         // deleted by whoever saw it expire, or waited out by `register`).
         tokio::time::sleep(timing.renew).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The deadline is checked on the clock at every call (an atomic, not
+    /// only the renewal task's view), and every registration and fence
+    /// moves the epoch the regions' fast path compares.
+    #[test]
+    fn the_lease_holds_until_its_deadline_and_each_registration_or_fence_moves_the_epoch() {
+        let s = LeaseState::new();
+        let now = Instant::now();
+        assert!(!s.holds_at(now), "not registered yet");
+        let e0 = s.epoch();
+        s.registered(7, now + Duration::from_secs(1));
+        assert_eq!(s.incarnation(), 7);
+        assert!(s.holds_at(now));
+        assert!(
+            !s.holds_at(now + Duration::from_secs(1)),
+            "at the deadline: fenced"
+        );
+        let e1 = s.epoch();
+        assert!(e1 > e0);
+        s.renewed(now + Duration::from_secs(2));
+        assert!(s.holds_at(now + Duration::from_secs(1)));
+        assert_eq!(s.epoch(), e1, "a renewal is not a new incarnation");
+        s.fence("a test", "a");
+        assert!(!s.holds_at(now));
+        assert!(s.epoch() > e1);
     }
 }

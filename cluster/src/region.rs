@@ -111,9 +111,10 @@ pub(crate) enum Wire<M> {
 
 /// What a region is told.
 pub(crate) enum RegionCmd<M> {
-    /// A message for an entity.
+    /// A message for an entity (its id shared with the `EntityRef`: not
+    /// copied per message).
     Send {
-        id: String,
+        id: Arc<str>,
         msg: M,
         hops: u8,
         seq: Option<Seq>,
@@ -162,7 +163,12 @@ pub(crate) enum RegionCmd<M> {
 impl<M> From<Wire<M>> for RegionCmd<M> {
     fn from(w: Wire<M>) -> Self {
         match w {
-            Wire::Send { id, msg, hops, seq } => RegionCmd::Send { id, msg, hops, seq },
+            Wire::Send { id, msg, hops, seq } => RegionCmd::Send {
+                id: id.into(),
+                msg,
+                hops,
+                seq,
+            },
             Wire::Confirm { producer, upto } => RegionCmd::Confirm { producer, upto },
         }
     }
@@ -170,7 +176,7 @@ impl<M> From<Wire<M>> for RegionCmd<M> {
 
 /// A message on its way to an entity.
 struct Pending<M> {
-    id: String,
+    id: Arc<str>,
     msg: M,
     hops: u8,
     seq: Option<Seq>,
@@ -178,9 +184,9 @@ struct Pending<M> {
 
 impl<M> Pending<M> {
     /// Not forwarded yet.
-    fn fresh(id: String, msg: M, seq: Option<Seq>) -> Pending<M> {
+    fn fresh(id: impl Into<Arc<str>>, msg: M, seq: Option<Seq>) -> Pending<M> {
         Pending {
-            id,
+            id: id.into(),
             msg,
             hops: 0,
             seq,
@@ -293,7 +299,7 @@ impl<M: Serialize + DeserializeOwned + Send + 'static> EntityRef<M> {
     /// Sends `msg` to the entity (through this node's region).
     pub fn tell(&self, msg: M) {
         self.region.tell(RegionCmd::Send {
-            id: self.id.to_string(),
+            id: Arc::clone(&self.id),
             msg,
             hops: 0,
             seq: None,
@@ -311,7 +317,7 @@ impl<M: Serialize + DeserializeOwned + Send + 'static> EntityRef<M> {
     where
         R: Serialize + DeserializeOwned + Send + 'static,
     {
-        let id = self.id.to_string();
+        let id = Arc::clone(&self.id);
         self.region.ask(
             move |reply: RemoteReply<R>| RegionCmd::Send {
                 id,
@@ -328,6 +334,11 @@ impl<M: Serialize + DeserializeOwned + Send + 'static> EntityRef<M> {
 struct Hosted<M: Send + 'static> {
     inc: u128,
     token: u64,
+    /// The view's generation and the lease's epoch when the view last
+    /// showed the shard allocated here at (`inc`, `token`) under the
+    /// lease's incarnation: while both are unchanged (and the lease
+    /// holds), a message for the shard is delivered without the lock.
+    seen: Option<(u64, u64)>,
     entities: HashMap<String, Entity<M>>,
     /// Remember-entities: entities waiting for their key to be written
     /// before they start, and the ids whose key this node deleted (the
@@ -471,7 +482,7 @@ where
     /// (per-sender order: a message never overtakes one held before it).
     fn route(&mut self, ctx: &mut Context<Self>, p: Pending<A::Msg>) {
         let shard = shard_of(&p.id, self.shards);
-        if self.held.contains_key(&shard) {
+        if self.held_count > 0 && self.held.contains_key(&shard) {
             self.hold(shard, p);
             self.flush(ctx, shard);
         } else {
@@ -504,6 +515,20 @@ where
     }
 
     fn route_now(&mut self, ctx: &mut Context<Self>, shard: u32, p: Pending<A::Msg>) {
+        // One clock read a message: the fence's, and the entity's last.
+        let now = Instant::now();
+        // Read before the view and the lease are looked at: a change after
+        // this bumps them, and the next message looks again.
+        let seen = (self.core.view.generation(), self.core.lease.epoch());
+        if let Some(h) = self.hosted.get(&shard) {
+            if h.seen == Some(seen) && !self.leaving && self.core.lease.holds_at(now) {
+                // Nothing changed since the view showed it allocated here
+                // under this incarnation: the same decision as below.
+                let (inc, token) = (h.inc, h.token);
+                self.deliver(ctx, shard, inc, token, p, now);
+                return;
+            }
+        }
         let me = self.core.node.as_str();
         let owner = {
             let st = self.core.view.lock();
@@ -511,9 +536,16 @@ where
         };
         match owner {
             Owner::Live { node, inc, token } if node == me => {
-                if inc == self.core.lease.incarnation() && self.core.lease.holds() && !self.leaving
+                if inc == self.core.lease.incarnation()
+                    && self.core.lease.holds_at(now)
+                    && !self.leaving
                 {
-                    self.deliver(ctx, shard, inc, token, p);
+                    self.deliver(ctx, shard, inc, token, p, now);
+                    if let Some(h) = self.hosted.get_mut(&shard) {
+                        if h.inc == inc && h.token == token {
+                            h.seen = Some(seen);
+                        }
+                    }
                 } else {
                     // Not ours to run now (fenced, or an older run's): held
                     // until it is allocated again.
@@ -557,7 +589,7 @@ where
             return;
         };
         let wire = Wire::Send {
-            id: p.id,
+            id: p.id.to_string(),
             msg: p.msg,
             hops: p.hops + 1,
             seq: p.seq,
@@ -571,10 +603,12 @@ where
 
     fn hold(&mut self, shard: u32, p: Pending<A::Msg>) {
         if self.held_count >= self.core.settings.buffer_size {
-            self.core
-                .remote
-                .system()
-                .publish_dead_letter(None, HeldOverflow { id: p.id });
+            self.core.remote.system().publish_dead_letter(
+                None,
+                HeldOverflow {
+                    id: p.id.to_string(),
+                },
+            );
             return;
         }
         self.held_count += 1;
@@ -596,6 +630,7 @@ where
             Hosted {
                 inc,
                 token,
+                seen: None,
                 entities: HashMap::new(),
                 starting: HashMap::new(),
                 forgotten: HashSet::new(),
@@ -604,6 +639,10 @@ where
         })
     }
 
+    /// Hands `p` to its entity (started if it does not run) in `shard`,
+    /// allocated here at (`inc`, `token`); `now`: the clock read of the
+    /// routing, the entity's last message.
+    #[allow(clippy::too_many_arguments)]
     fn deliver(
         &mut self,
         ctx: &mut Context<Self>,
@@ -611,6 +650,7 @@ where
         inc: u128,
         token: u64,
         p: Pending<A::Msg>,
+        now: Instant,
     ) {
         if self
             .hosted
@@ -621,8 +661,19 @@ where
             self.unhost(ctx, shard, false);
         }
         let Pending { id, msg, seq, .. } = p;
+        let id: &str = &id;
         let hosted = self.host(shard, inc, token);
-        if let Some(starting) = hosted.starting.get_mut(&id) {
+        if seq.is_none() && hosted.starting.is_empty() {
+            // The common case: a plain message for a running entity.
+            if let Some(e) = hosted.entities.get_mut(id) {
+                if e.passivating.is_none() {
+                    e.last = now;
+                    e.actor.tell(msg);
+                    return;
+                }
+            }
+        }
+        if let Some(starting) = hosted.starting.get_mut(id) {
             // Waits (unchecked, as for a passivating entity) until its key
             // is written and it starts.
             starting.waiting.push_back((msg, seq));
@@ -633,38 +684,38 @@ where
             // (and unconfirmed) for its next incarnation.
             let passivating = hosted
                 .entities
-                .get(&id)
+                .get(id)
                 .is_some_and(|e| e.passivating.is_some());
             if !passivating {
-                let running = hosted.entities.get(&id).map(|e| e.actor.clone());
-                let mut verdict = hosted.dedup.check(&id, seq);
+                let running = hosted.entities.get(id).map(|e| e.actor.clone());
+                let mut verdict = hosted.dedup.check(id, seq);
                 if verdict == Verdict::Duplicate && running.is_none() {
                     // Handed to an incarnation that is gone: what it had
                     // not handled went with its mailbox.
-                    hosted.dedup.gone(&id);
-                    verdict = hosted.dedup.check(&id, seq);
+                    hosted.dedup.gone(id);
+                    verdict = hosted.dedup.check(id, seq);
                 }
                 match verdict {
-                    Verdict::Next => hosted.dedup.accept(&id, seq),
+                    Verdict::Next => hosted.dedup.accept(id, seq),
                     Verdict::Duplicate => {
                         let (handled, handed) = (
-                            hosted.dedup.handled_upto(&id, seq),
-                            hosted.dedup.upto(&id, seq),
+                            hosted.dedup.handled_upto(id, seq),
+                            hosted.dedup.upto(id, seq),
                         );
                         match running {
                             // In the running entity's mailbox: confirmed
                             // once it is handled (a receipt again, in case
                             // the last one was dropped: a full mailbox).
                             Some(actor) if seq.seq > handled => {
-                                self.expect_receipt(ctx, &actor, shard, &id, seq, handed);
+                                self.expect_receipt(ctx, &actor, shard, id, seq, handed);
                             }
-                            _ => self.confirm(ctx, &seq.node, seq.producer, &id, handled),
+                            _ => self.confirm(ctx, &seq.node, seq.producer, id, handled),
                         }
                         return;
                     }
                     Verdict::Gap => {
-                        let handled = hosted.dedup.handled_upto(&id, seq);
-                        self.confirm(ctx, &seq.node, seq.producer, &id, handled);
+                        let handled = hosted.dedup.handled_upto(id, seq);
+                        self.confirm(ctx, &seq.node, seq.producer, id, handled);
                         return;
                     }
                 }
@@ -673,29 +724,29 @@ where
         if let Some(e) = self
             .hosted
             .get_mut(&shard)
-            .and_then(|h| h.entities.get_mut(&id))
+            .and_then(|h| h.entities.get_mut(id))
         {
             match &mut e.passivating {
                 // Not handed over (nor confirmed): checked again when it is.
                 Some(waiting) => waiting.push_back((msg, seq)),
                 None => {
-                    e.last = Instant::now();
+                    e.last = now;
                     e.actor.tell(msg);
                     if let Some(seq) = &seq {
                         let actor = e.actor.clone();
-                        self.expect_receipt(ctx, &actor, shard, &id, seq, seq.seq);
+                        self.expect_receipt(ctx, &actor, shard, id, seq, seq.seq);
                     }
                 }
             }
             return;
         }
-        if self.remembering() && !self.is_remembered(shard, &id) {
+        if self.remembering() && !self.is_remembered(shard, id) {
             // Started once its key is written; a reliable message is checked
             // again then (not accepted now).
             if let Some(seq) = &seq {
-                self.unaccept(shard, &id, seq);
+                self.unaccept(shard, id, seq);
             }
-            self.start_remembering(ctx, shard, id, (msg, seq));
+            self.start_remembering(ctx, shard, id.to_owned(), (msg, seq));
             return;
         }
         if let Some(max) = self.core.settings.max_active_entities {
@@ -703,14 +754,14 @@ where
                 self.passivate_least_recent(ctx);
             }
         }
-        if let Some(entity) = self.spawn_entity(ctx, shard, inc, token, &id) {
+        if let Some(entity) = self.spawn_entity(ctx, shard, inc, token, id) {
             entity.tell(msg);
             if let Some(seq) = &seq {
-                self.expect_receipt(ctx, &entity, shard, &id, seq, seq.seq);
+                self.expect_receipt(ctx, &entity, shard, id, seq, seq.seq);
             }
         } else if let Some(seq) = &seq {
             // Not handed over: the producer sends it again.
-            self.unaccept(shard, &id, seq);
+            self.unaccept(shard, id, seq);
         }
     }
 

@@ -8,6 +8,7 @@
 //! stale.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -69,6 +70,10 @@ pub(crate) struct View {
     state: Mutex<ViewState>,
     timeout: Duration,
     listeners: Listeners,
+    /// Bumped after every change of the state (an entry applied) and
+    /// every lease expiring here: a region that looked at the same
+    /// generation would see the same owners, without the lock.
+    generation: AtomicU64,
 }
 
 /// Callbacks told of a change (a region's "look again").
@@ -96,7 +101,15 @@ impl View {
             state: Mutex::new(ViewState::default()),
             timeout,
             listeners: Listeners::default(),
+            generation: AtomicU64::new(0),
         })
+    }
+
+    /// The changes so far (see `generation`). Read before looking at the
+    /// state: a change after the read bumps it.
+    pub(crate) fn generation(&self) -> u64 {
+        // Acquire: pairs with the Release increment in `changed`.
+        self.generation.load(Ordering::Acquire)
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, ViewState> {
@@ -108,6 +121,9 @@ impl View {
     }
 
     fn changed(&self) {
+        // Release: after the change (applied under the lock, released
+        // before this); pairs with the Acquire in `generation`.
+        self.generation.fetch_add(1, Ordering::Release);
         self.listeners.tell();
     }
 
