@@ -359,6 +359,16 @@ struct Receipt<M: Send + 'static> {
     marks: HashMap<(String, u64), u64>,
 }
 
+/// Where a shard allocated to another node was, at a generation of the
+/// view.
+struct Route {
+    generation: u64,
+    node: Arc<str>,
+    /// When the owner's lease expires here, unless renewed (a renewal
+    /// changes the generation).
+    until: Instant,
+}
+
 /// A running entity.
 struct Entity<M: Send + 'static> {
     actor: ActorRef<M>,
@@ -388,6 +398,10 @@ pub(crate) struct RegionActor<A: Actor> {
     held_count: usize,
     allocating: HashSet<u32>,
     peers: HashMap<String, RemoteRef<Wire<A::Msg>>>,
+    /// Shards allocated to another node, as the view showed them at a
+    /// generation: while it is unchanged, and the owner's lease live here,
+    /// their messages are forwarded without the view's lock.
+    routes: HashMap<u32, Route>,
     /// Freed on leaving: never allocated here again.
     leaving: bool,
     /// Entities stopped by `unhost`, not yet terminated, and their shard.
@@ -458,6 +472,7 @@ where
             held_count: 0,
             allocating: HashSet::new(),
             peers: HashMap::new(),
+            routes: HashMap::new(),
             leaving: false,
             stopping: HashMap::new(),
             stopping_in: HashMap::new(),
@@ -529,6 +544,17 @@ where
                 return;
             }
         }
+        if p.hops < MAX_HOPS {
+            if let Some(r) = self.routes.get(&shard) {
+                if r.generation == seen.0 && now < r.until {
+                    // The same owner as the view showed at this generation,
+                    // its lease still live here: the same decision as below.
+                    let node = Arc::clone(&r.node);
+                    self.forward(&node, p);
+                    return;
+                }
+            }
+        }
         let me = self.core.node.as_str();
         let owner = {
             let st = self.core.view.lock();
@@ -553,6 +579,21 @@ where
                 }
             }
             Owner::Live { node, .. } => {
+                // Until when its lease is live here (unless it is renewed).
+                let until = {
+                    let st = self.core.view.lock();
+                    self.core.view.live_until(&st, &node)
+                };
+                if let Some(until) = until {
+                    self.routes.insert(
+                        shard,
+                        Route {
+                            generation: seen.0,
+                            node: node.as_str().into(),
+                            until,
+                        },
+                    );
+                }
                 if p.hops >= MAX_HOPS {
                     self.hold(shard, p);
                 } else {

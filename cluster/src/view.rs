@@ -139,6 +139,11 @@ impl View {
         m
     }
 
+    /// When `node`'s lease, as seen here, expires unless renewed.
+    pub(crate) fn live_until(&self, state: &ViewState, node: &str) -> Option<Instant> {
+        state.leases.get(node).map(|o| o.since + self.timeout)
+    }
+
     /// Who runs `shard` of `entity_type`.
     pub(crate) fn owner(&self, state: &ViewState, entity_type: &str, shard: u32) -> Owner {
         let Some((record, rev)) = state.shards.get(entity_type).and_then(|s| s.get(&shard)) else {
