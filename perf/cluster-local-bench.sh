@@ -9,12 +9,15 @@
 # on the same machine at the same time.
 #
 #   BASE=985d5fb ROUNDS=5 nice -n 10 perf/cluster-local-bench.sh
+#   REMOTE=1 BASE=985d5fb ROUNDS=3 perf/cluster-local-bench.sh
 #   BASE_BIN=/path/to/cluster_bench_node ROUNDS=5 perf/cluster-local-bench.sh
 #
 # A round per binary: `warm entity-local N M WINDOW`, then `warm actor N M
 # WINDOW` (the node's `warm` command: after a warm-up, N tells with the
 # count asked every WINDOW, the time running until all are handled, then M
-# sequential asks). Raw output in perf/out/cluster-local-bench/
+# sequential asks). With REMOTE=1, a second node b runs too, and a also
+# measures `entity-remote` (an entity b runs: a's region forwards to b's)
+# against `peer:b` (b's plain sink through a RemoteRef). Raw output in perf/out/cluster-local-bench/
 # (gitignored). Needs nats-server 2.11 or later.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,6 +27,9 @@ N=${N:-300000}
 M=${M:-20000}
 WINDOW=${WINDOW:-10000}
 BASE=${BASE:-}
+REMOTE=${REMOTE:-}
+targets=(entity-local actor)
+[ -n "$REMOTE" ] && targets+=(entity-remote peer:b)
 OUT=perf/out/cluster-local-bench
 mkdir -p "$OUT"
 
@@ -52,7 +58,13 @@ elif [ -n "$BASE" ]; then
 fi
 
 nats_pid=
+b_pid=
 stop_nats() {
+    if [ -n "$b_pid" ]; then
+        kill "$b_pid" 2>/dev/null || true
+        wait "$b_pid" 2>/dev/null || true
+        b_pid=
+    fi
     if [ -n "$nats_pid" ]; then
         kill "$nats_pid" 2>/dev/null || true
         wait "$nats_pid" 2>/dev/null || true
@@ -73,10 +85,30 @@ run() {
         (echo >"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
         sleep 0.05
     done
-    printf 'warm entity-local %s %s %s\nwarm actor %s %s %s\nexit\n' \
-        "$N" "$M" "$WINDOW" "$N" "$M" "$WINDOW" |
+    if [ -n "$REMOTE" ]; then
+        # b: its stdin held open (fd 9) until a is done.
+        rm -f "$OUT/b.in"
+        mkfifo "$OUT/b.in"
+        "${bin[$label]}" node "nats://127.0.0.1:$port" b <"$OUT/b.in" \
+            >"$OUT/$label-$round-b.out" 2>&1 &
+        b_pid=$!
+        exec 9>"$OUT/b.in"
+        for _ in $(seq 600); do
+            grep -q '^ready' "$OUT/$label-$round-b.out" 2>/dev/null && break
+            sleep 0.05
+        done
+    fi
+    for t in "${targets[@]}"; do
+        printf 'warm %s %s %s %s\n' "$t" "$N" "$M" "$WINDOW"
+    done | { cat; echo exit; } |
         "${bin[$label]}" node "nats://127.0.0.1:$port" a >"$OUT/$label-$round.out" \
             2>"$OUT/$label-$round.err"
+    if [ -n "$REMOTE" ]; then
+        echo exit >&9
+        exec 9>&-
+        wait "$b_pid" 2>/dev/null || true
+        b_pid=
+    fi
     grep '^warm' "$OUT/$label-$round.out" | sed "s/^/$label $round /" >>"$OUT/results.txt"
     if grep -q '^error' "$OUT/$label-$round.out"; then
         grep '^error' "$OUT/$label-$round.out" >&2
@@ -107,7 +139,7 @@ cat "$OUT/results.txt"
 field() { tr ' ' '\n' | sed -n "s/^$1=//p"; }
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 for label in "${labels[@]}"; do
-    for target in entity-local actor; do
+    for target in "${targets[@]}"; do
         lines=$(grep "^$label .* target=$target " "$OUT/results.txt")
         printf '%-5s %-13s tells/s %10s  ask p50 %7s us  p99 %7s us\n' "$label" "$target" \
             "$(echo "$lines" | field tell_msgs_per_s | median)" \
@@ -115,21 +147,25 @@ for label in "${labels[@]}"; do
             "$(echo "$lines" | field ask_p99_us | median)"
     done
 done
-# Per round: the entity's tells over the actor's (the same process, the
-# same minute), then their median.
-for label in "${labels[@]}"; do
-    ratios=$(for round in $(seq "$ROUNDS"); do
-        e=$(grep "^$label $round .* target=entity-local " "$OUT/results.txt" | field tell_msgs_per_s)
-        a=$(grep "^$label $round .* target=actor " "$OUT/results.txt" | field tell_msgs_per_s)
-        awk -v e="$e" -v a="$a" 'BEGIN { printf "%.3f\n", e / a }'
+# Per round: the entity's tells over its baseline's (the same process, the
+# same minute), then their median; and the new over the base.
+ratio() { # LABEL_A TARGET_A LABEL_B TARGET_B: per round A / B, then the median
+    local r
+    r=$(for round in $(seq "$ROUNDS"); do
+        x=$(grep "^$1 $round .* target=$2 " "$OUT/results.txt" | field tell_msgs_per_s)
+        y=$(grep "^$3 $round .* target=$4 " "$OUT/results.txt" | field tell_msgs_per_s)
+        awk -v x="$x" -v y="$y" 'BEGIN { printf "%.3f\n", x / y }'
     done)
-    echo "$label: entity / actor tells per round: $(echo "$ratios" | tr '\n' ' ')median $(echo "$ratios" | median)"
+    echo "$(echo "$r" | tr '\n' ' ')median $(echo "$r" | median)"
+}
+for label in "${labels[@]}"; do
+    echo "$label: entity-local / actor tells per round: $(ratio "$label" entity-local "$label" actor)"
+    if [ -n "$REMOTE" ]; then
+        echo "$label: entity-remote / peer:b tells per round: $(ratio "$label" entity-remote "$label" peer:b)"
+    fi
 done
 if [ -n "$BASE" ]; then
-    ratios=$(for round in $(seq "$ROUNDS"); do
-        b=$(grep "^base $round .* target=entity-local " "$OUT/results.txt" | field tell_msgs_per_s)
-        n=$(grep "^new $round .* target=entity-local " "$OUT/results.txt" | field tell_msgs_per_s)
-        awk -v b="$b" -v n="$n" 'BEGIN { printf "%.3f\n", n / b }'
-    done)
-    echo "entity-local tells, new / base per round: $(echo "$ratios" | tr '\n' ' ')median $(echo "$ratios" | median)"
+    for t in "${targets[@]}"; do
+        echo "$t tells, new / base per round: $(ratio new "$t" base "$t")"
+    done
 fi
