@@ -25,6 +25,9 @@ done
 echo "== building (release)"
 cargo build --release -q -p proscenium-http --example server --example terminate_idle
 cargo build --release -q --manifest-path perf/http-peers/Cargo.toml
+# Where cargo put them: CARGO_TARGET_DIR, when set, holds both builds.
+bins=${CARGO_TARGET_DIR:-target}/release
+peer_bins=${CARGO_TARGET_DIR:-perf/http-peers/target}/release
 
 pid=
 cleanup() {
@@ -65,12 +68,12 @@ bench() {
 
 : >"$OUT/http-bench.table.txt"
 echo "== wrk -t2 -c64 -d${DURATION}s --latency http://127.0.0.1:PORT/hello"
-bench proscenium-http 18080 target/release/examples/server --port 18080
-bench hyper 18081 perf/http-peers/target/release/hyper_hello 18081
-bench actix-web 18082 perf/http-peers/target/release/actix_hello 18082
+bench proscenium-http 18080 "$bins/examples/server" --port 18080
+bench hyper 18081 "$peer_bins/hyper_hello" 18081
+bench actix-web 18082 "$peer_bins/actix_hello" 18082
 printf '%-16s %14s %10s %10s\n' server requests/s p50 p99
 cat "$OUT/http-bench.table.txt"
 
 echo
 echo "== terminate -> when_terminated, $IDLE idle keep-alive connections"
-target/release/examples/terminate_idle "$IDLE"
+"$bins/examples/terminate_idle" "$IDLE"
