@@ -341,10 +341,8 @@ struct Hosted<M: Send + 'static> {
     seen: Option<(u64, u64)>,
     entities: HashMap<String, Entity<M>>,
     /// Remember-entities: entities waiting for their key to be written
-    /// before they start, and the ids whose key this node deleted (the
-    /// view may show it a while longer).
+    /// before they start.
     starting: HashMap<String, Starting<M>>,
-    forgotten: HashSet<String>,
     /// Reliable delivery: what each entity of the shard was handed.
     dedup: Dedup,
 }
@@ -355,8 +353,9 @@ struct Receipt<M: Send + 'static> {
     actor: ActorRef<M>,
     shard: u32,
     id: String,
-    /// (node, producer) -> the last number handed.
-    marks: HashMap<(String, u64), u64>,
+    /// (node, producer, the last number handed): one entry per producer
+    /// sending to the entity, usually one.
+    marks: Vec<(String, u64, u64)>,
 }
 
 /// Where a shard allocated to another node was, at a generation of the
@@ -556,9 +555,16 @@ where
             }
         }
         let me = self.core.node.as_str();
-        let owner = {
+        let (owner, until) = {
             let st = self.core.view.lock();
-            self.core.view.owner(&st, &self.entity_type, shard)
+            let owner = self.core.view.owner(&st, &self.entity_type, shard);
+            // Another node's: until when its lease is live here (unless
+            // it is renewed).
+            let until = match &owner {
+                Owner::Live { node, .. } if node != me => self.core.view.live_until(&st, node),
+                _ => None,
+            };
+            (owner, until)
         };
         match owner {
             Owner::Live { node, inc, token } if node == me => {
@@ -579,11 +585,6 @@ where
                 }
             }
             Owner::Live { node, .. } => {
-                // Until when its lease is live here (unless it is renewed).
-                let until = {
-                    let st = self.core.view.lock();
-                    self.core.view.live_until(&st, &node)
-                };
                 if let Some(until) = until {
                     self.routes.insert(
                         shard,
@@ -674,7 +675,6 @@ where
                 seen: None,
                 entities: HashMap::new(),
                 starting: HashMap::new(),
-                forgotten: HashSet::new(),
                 dedup,
             }
         })
@@ -704,16 +704,6 @@ where
         let Pending { id, msg, seq, .. } = p;
         let id: &str = &id;
         let hosted = self.host(shard, inc, token);
-        if seq.is_none() && hosted.starting.is_empty() {
-            // The common case: a plain message for a running entity.
-            if let Some(e) = hosted.entities.get_mut(id) {
-                if e.passivating.is_none() {
-                    e.last = now;
-                    e.actor.tell(msg);
-                    return;
-                }
-            }
-        }
         if let Some(starting) = hosted.starting.get_mut(id) {
             // Waits (unchecked, as for a passivating entity) until its key
             // is written and it starts.
@@ -728,15 +718,10 @@ where
                 .get(id)
                 .is_some_and(|e| e.passivating.is_some());
             if !passivating {
+                // (What an incarnation that is gone had not handled was
+                // taken back when it terminated: `Dedup::gone`.)
                 let running = hosted.entities.get(id).map(|e| e.actor.clone());
-                let mut verdict = hosted.dedup.check(id, seq);
-                if verdict == Verdict::Duplicate && running.is_none() {
-                    // Handed to an incarnation that is gone: what it had
-                    // not handled went with its mailbox.
-                    hosted.dedup.gone(id);
-                    verdict = hosted.dedup.check(id, seq);
-                }
-                match verdict {
+                match hosted.dedup.check(id, seq) {
                     Verdict::Next => hosted.dedup.accept(id, seq),
                     Verdict::Duplicate => {
                         let (handled, handed) = (
@@ -762,11 +747,7 @@ where
                 }
             }
         }
-        if let Some(e) = self
-            .hosted
-            .get_mut(&shard)
-            .and_then(|h| h.entities.get_mut(id))
-        {
+        if let Some(e) = hosted.entities.get_mut(id) {
             match &mut e.passivating {
                 // Not handed over (nor confirmed): checked again when it is.
                 Some(waiting) => waiting.push_back((msg, seq)),
@@ -781,7 +762,7 @@ where
             }
             return;
         }
-        if self.remembering() && !self.is_remembered(shard, id) {
+        if self.remembering() {
             // Started once its key is written; a reliable message is checked
             // again then (not accepted now).
             if let Some(seq) = &seq {
@@ -854,13 +835,16 @@ where
             actor: actor.clone(),
             shard,
             id: id.to_owned(),
-            marks: HashMap::new(),
+            marks: Vec::new(),
         });
-        let at = r
+        match r
             .marks
-            .entry((seq.node.clone(), seq.producer))
-            .or_insert(upto);
-        *at = (*at).max(upto);
+            .iter_mut()
+            .find(|(node, producer, _)| *producer == seq.producer && *node == seq.node)
+        {
+            Some((_, _, at)) => *at = (*at).max(upto),
+            None => r.marks.push((seq.node.clone(), seq.producer, upto)),
+        }
         self.flush_due(ctx);
     }
 
@@ -879,10 +863,6 @@ where
                 id,
                 marks,
             } = r;
-            let marks: Vec<(String, u64, u64)> = marks
-                .into_iter()
-                .map(|((node, producer), upto)| (node, producer, upto))
-                .collect();
             let region = region.clone();
             actor.tell_receipt(move || region.tell(RegionCmd::Handled { shard, id, marks }));
         }

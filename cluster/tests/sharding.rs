@@ -608,8 +608,8 @@ fn remembered_entities_start_again_on_the_new_owner_without_a_message() {
 }
 
 /// Remember-entities: an entity starts only once its key is in the bucket,
-/// and what is sent to it meanwhile waits for it (Akka's order: "the
-/// messages are buffered until the entity is remembered"). Before this, the
+/// and what is sent to it meanwhile waits for it (Akka's order: an
+/// entity's messages wait until its id is stored). Before this, the
 /// key was written after the entity started, and a node killed within that
 /// window left it unremembered (found by the process test of check 10).
 /// Here the node's connection to NATS is cut (shorter than its lease) after

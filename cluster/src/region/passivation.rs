@@ -130,40 +130,22 @@ where
     }
 
     /// Remember-entities: `id` removed from the bucket (it stopped
-    /// itself). A start of it after this writes its key again (the view
-    /// may still show the key until the delete lands).
+    /// itself).
     pub(super) fn forget(&mut self, shard: u32, id: &str) {
-        if !self.remembering() {
-            return;
+        if self.remembering() {
+            self.write_remembered(shard, id, None);
         }
-        if let Some(h) = self.hosted.get_mut(&shard) {
-            h.forgotten.insert(id.to_owned());
-        }
-        self.write_remembered(shard, id, None);
     }
 
-    /// Remember-entities: whether `id`'s key is in the bucket, as far as
-    /// this region knows (its view, less what it deleted since).
-    pub(super) fn is_remembered(&self, shard: u32, id: &str) -> bool {
-        if self
-            .hosted
-            .get(&shard)
-            .is_some_and(|h| h.forgotten.contains(id))
-        {
-            return false;
-        }
-        let st = self.core.view.lock();
-        st.remembered
-            .get(&*self.entity_type)
-            .and_then(|s| s.get(&shard))
-            .is_some_and(|ids| ids.contains(id))
-    }
-
-    /// Remember-entities: entity `id` of `shard` (hosted at `token`) is
-    /// started only once its key is in the bucket (Akka's order): `msg`
-    /// waits with what else comes for it until the write is acknowledged
-    /// (`RegionCmd::Remembered`). A node killed at any point then leaves
-    /// every entity that ever ran remembered.
+    /// Remember-entities: entity `id` of `shard` (hosted at `token`),
+    /// started by a message, starts only once its key is in the bucket
+    /// (Akka's order): `first` waits with what else comes for it until the
+    /// write is acknowledged (`RegionCmd::Remembered`). A node killed at
+    /// any point then leaves every entity that ever ran remembered. The
+    /// key is written even if the view shows it already (a message that
+    /// came before `restart_remembered` started the entity): an idempotent
+    /// put, where trusting the view would have to account for a delete of
+    /// this region's that the view has not shown yet.
     pub(super) fn start_remembering(
         &mut self,
         ctx: &mut Context<Self>,
@@ -174,7 +156,6 @@ where
         let Some(h) = self.hosted.get_mut(&shard) else {
             return;
         };
-        h.forgotten.remove(&id);
         let token = h.token;
         h.starting.insert(
             id.clone(),
@@ -330,25 +311,19 @@ async fn write_in_order(
     mut rx: tokio::sync::mpsc::UnboundedReceiver<Write>,
 ) {
     while let Some(first) = rx.recv().await {
-        let mut keys: Vec<(String, Vec<Write>)> = Vec::new();
-        let mut index: std::collections::HashMap<String, usize> = Default::default();
-        let mut add = |w: Write| match index.get(&w.key) {
-            Some(&i) => keys[i].1.push(w),
-            None => {
-                index.insert(w.key.clone(), keys.len());
-                keys.push((w.key.clone(), vec![w]));
-            }
-        };
-        add(first);
+        // Each key's writes, in the order they came.
+        let mut by_key: std::collections::HashMap<String, Vec<Write>> = Default::default();
+        by_key.entry(first.key.clone()).or_default().push(first);
         while let Ok(w) = rx.try_recv() {
-            add(w);
+            by_key.entry(w.key.clone()).or_default().push(w);
         }
         let store = &store;
-        futures_util::future::join_all(keys.into_iter().map(|(key, writes)| async move {
+        futures_util::future::join_all(by_key.into_values().map(|writes| async move {
             for w in writes {
+                let key = &w.key;
                 let ok = match w.value {
-                    Some(value) => store.put(&key, value).await.map(|_| ()).map_err(|e| e.to_string()),
-                    None => store.delete(&key).await.map_err(|e| e.to_string()),
+                    Some(value) => store.put(key, value).await.map(|_| ()).map_err(|e| e.to_string()),
+                    None => store.delete(key).await.map_err(|e| e.to_string()),
                 };
                 if let Err(e) = &ok {
                     tracing::debug!(key, error = %e, "cluster: a remembered entity's key was not written");

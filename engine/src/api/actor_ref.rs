@@ -168,7 +168,12 @@ impl<M: Send + 'static> ActorRef<M> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn tell_receipt(&self, f: impl FnOnce() + Send + 'static) {
-        let receipt = Receipt::new(f);
+        self.send_receipt(Receipt::new(f));
+    }
+
+    /// Queues a receipt made already (an async actor's adapter re-sends
+    /// the ones it held on a restart).
+    pub(crate) fn send_receipt(&self, receipt: Receipt) {
         large::with_room_if_large::<M, _>(|| self.cell.send_user(Envelope::Receipt(receipt)));
     }
 

@@ -483,12 +483,7 @@ impl<A: AsyncActor> Actor for Async<A> {
                 // Re-sent, as the PoisonPill: later than need be, never
                 // ahead of a message it follows (those are stashed, and
                 // handled first).
-                Backlogged::Receipt(receipt) => {
-                    let me = ctx.self_ref();
-                    large::with_room_if_large::<A::Msg, _>(|| {
-                        me.cell.send_user(Envelope::Receipt(receipt))
-                    });
-                }
+                Backlogged::Receipt(receipt) => ctx.self_ref().send_receipt(receipt),
                 // Watch is per incarnation in spirit; the notice is dropped.
                 Backlogged::Terminated(_) => {}
             }
